@@ -1,0 +1,219 @@
+"""SceneGraph: what is true of one image — its objects, their attributes, and relations between them.
+
+It wraps a ``networkx.DiGraph`` (entities are nodes, relations are edges) behind a small, PROVE-style API
+(entities, attributes of an entity, outgoing and incoming relations, subgraph, plain-text description),
+so judges, builders and simulators all query ground truth the same way, whatever format it came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+from halluscope.types import Claim
+
+#: Relations that state a property of the subject rather than link two entities, when their object is not
+#: itself an entity of the image ("laptop is black", "bus is stopped").
+ATTRIBUTE_RELATIONS = frozenset({"is", "are", "is a", "was", "looks", "appears", "has color", "colored"})
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One directed relation between two entities."""
+
+    subject: str
+    predicate: str
+    object: str
+
+    def text(self) -> str:
+        return f"{self.subject} {self.predicate} {self.object}"
+
+
+def normalise_name(name: str) -> str:
+    """Lower-case, single-spaced form of an entity name, used as the node key."""
+    return " ".join(name.lower().split())
+
+
+class SceneGraph:
+    """The ground truth of one image.
+
+    Nodes are normalised entity names; each node keeps its display ``name``, a list of ``attributes``
+    and whether it is a detected ``object`` of the image (as opposed to an entity that appears only as the
+    object of a reference triplet, such as "illuminating room"). Edges hold a list of predicates, since two
+    entities can stand in several relations at once.
+    """
+
+    def __init__(self, image_id: str | None = None) -> None:
+        self.image_id = image_id
+        self.graph: nx.DiGraph = nx.DiGraph()
+        #: Object names as the source lists them, duplicates kept (GQA's ``all_object``).
+        self.object_names: list[str] = []
+        #: Reference facts as the source wrote them (Tri-HE's raw triplet strings), in order.
+        self.reference_texts: list[str] = []
+        #: Every reference fact as a (subject, relation, object) claim, in order.
+        self.reference_claims: list[Claim] = []
+
+    # -- building -------------------------------------------------------------------------------------
+
+    def add_entity(self, name: str, *, is_object: bool = True) -> str:
+        key = normalise_name(name)
+        if not key:
+            raise ValueError("an entity needs a non-empty name")
+        if key in self.graph:
+            if is_object:
+                self.graph.nodes[key]["is_object"] = True
+        else:
+            self.graph.add_node(key, name=name.strip(), attributes=[], is_object=is_object)
+        return key
+
+    def add_attribute(self, entity: str, attribute: str) -> None:
+        key = self.add_entity(entity)
+        attrs: list[str] = self.graph.nodes[key]["attributes"]
+        if attribute not in attrs:
+            attrs.append(attribute)
+
+    def add_relation(self, subject: str, predicate: str, obj: str, *, object_is_entity: bool = True) -> None:
+        s = self.add_entity(subject)
+        o = self.add_entity(obj, is_object=object_is_entity)
+        if self.graph.has_edge(s, o):
+            preds: list[str] = self.graph.edges[s, o]["predicates"]
+            if predicate not in preds:
+                preds.append(predicate)
+        else:
+            self.graph.add_edge(s, o, predicates=[predicate])
+
+    def add_fact(self, claim: Claim, raw_text: str | None = None) -> None:
+        """Add one reference triplet: as an attribute if it states a property, else as a relation."""
+        self.reference_claims.append(claim)
+        if raw_text is not None and raw_text not in self.reference_texts:
+            self.reference_texts.append(raw_text)
+        obj_key = normalise_name(claim.object)
+        known_object = obj_key in self.graph and self.graph.nodes[obj_key].get("is_object", False)
+        if claim.relation.lower() in ATTRIBUTE_RELATIONS and not known_object:
+            self.add_attribute(claim.subject, claim.object)
+        else:
+            self.add_relation(claim.subject, claim.relation, claim.object, object_is_entity=known_object)
+
+    @classmethod
+    def from_triplets(
+        cls,
+        triplets: Iterable[Claim | tuple[str, str, str]],
+        objects: Iterable[str] = (),
+        image_id: str | None = None,
+    ) -> SceneGraph:
+        """Build a graph from object names and (subject, relation, object) facts."""
+        graph = cls(image_id=image_id)
+        for name in objects:
+            graph.object_names.append(name)
+            graph.add_entity(name)
+        for fact in triplets:
+            claim = fact if isinstance(fact, Claim) else Claim.of(fact)
+            graph.add_fact(claim, raw_text=f"({claim.subject}, {claim.relation}, {claim.object})")
+        return graph
+
+    # -- querying (PROVE-style API) --------------------------------------------------------------------
+
+    def entities(self, *, objects_only: bool = False) -> list[str]:
+        """Display names of the entities, in insertion order."""
+        return [
+            data["name"]
+            for _, data in self.graph.nodes(data=True)
+            if not objects_only or data.get("is_object", False)
+        ]
+
+    def has_entity(self, name: str) -> bool:
+        return normalise_name(name) in self.graph
+
+    def attributes(self, entity: str) -> list[str]:
+        key = normalise_name(entity)
+        if key not in self.graph:
+            return []
+        return list(self.graph.nodes[key]["attributes"])
+
+    def outgoing(self, entity: str) -> list[Relation]:
+        key = normalise_name(entity)
+        if key not in self.graph:
+            return []
+        return [self._relation(key, o, p) for o in self.graph.successors(key) for p in self._preds(key, o)]
+
+    def incoming(self, entity: str) -> list[Relation]:
+        key = normalise_name(entity)
+        if key not in self.graph:
+            return []
+        return [self._relation(s, key, p) for s in self.graph.predecessors(key) for p in self._preds(s, key)]
+
+    def relations(self) -> list[Relation]:
+        return [self._relation(s, o, p) for s, o in self.graph.edges for p in self._preds(s, o)]
+
+    def relations_between(self, subject: str, obj: str) -> list[str]:
+        s, o = normalise_name(subject), normalise_name(obj)
+        if not self.graph.has_edge(s, o):
+            return []
+        return self._preds(s, o)
+
+    def subgraph(self, entities: Sequence[str]) -> SceneGraph:
+        """The graph restricted to the given entities and the relations among them."""
+        keys = {normalise_name(e) for e in entities} & set(self.graph.nodes)
+        sub = SceneGraph(image_id=self.image_id)
+        sub.graph = self.graph.subgraph(keys).copy()
+        sub.object_names = [n for n in self.object_names if normalise_name(n) in keys]
+        sub.reference_claims = [
+            c
+            for c in self.reference_claims
+            if normalise_name(c.subject) in keys
+            and (normalise_name(c.object) in keys or c.object in self.attributes(c.subject))
+        ]
+        return sub
+
+    def describe(self) -> str:
+        """A plain-text rendering, one fact per line, for prompts to text-only models and for reports."""
+        lines: list[str] = []
+        objects = sorted({n for n in self.entities(objects_only=True)}, key=str.lower)
+        if objects:
+            lines.append("Objects: " + ", ".join(objects) + ".")
+        for key, data in self.graph.nodes(data=True):
+            if data["attributes"]:
+                lines.append(f"The {data['name']} is {', '.join(data['attributes'])}.")
+            for obj in self.graph.successors(key):
+                for pred in self._preds(key, obj):
+                    lines.append(f"The {data['name']} {pred} the {self.graph.nodes[obj]['name']}.")
+        return "\n".join(lines)
+
+    def fingerprint(self) -> str:
+        """A content hash, so cached judgements are reused only against the same ground truth."""
+        payload = json.dumps(
+            {"objects": sorted(self.object_names), "facts": sorted(c.as_tuple() for c in self.reference_claims),
+             "texts": sorted(self.reference_texts)},
+            sort_keys=True,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-friendly form (for reports and for handing to sandboxed programs)."""
+        return {
+            "image_id": self.image_id,
+            "objects": self.entities(objects_only=True),
+            "attributes": {d["name"]: list(d["attributes"]) for _, d in self.graph.nodes(data=True) if d["attributes"]},
+            "relations": [[r.subject, r.predicate, r.object] for r in self.relations()],
+        }
+
+    # -- helpers --------------------------------------------------------------------------------------
+
+    def _preds(self, s: str, o: str) -> list[str]:
+        return list(self.graph.edges[s, o]["predicates"])
+
+    def _relation(self, s: str, o: str, predicate: str) -> Relation:
+        return Relation(self.graph.nodes[s]["name"], predicate, self.graph.nodes[o]["name"])
+
+    def __len__(self) -> int:
+        return self.graph.number_of_nodes()
+
+    def __repr__(self) -> str:
+        return (
+            f"SceneGraph(image_id={self.image_id!r}, entities={self.graph.number_of_nodes()}, "
+            f"relations={self.graph.number_of_edges()})"
+        )
