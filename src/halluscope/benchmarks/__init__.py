@@ -1,0 +1,16 @@
+"""Benchmarks, by name. Each module opens with its paper's citation and documents its sample ids."""
+
+from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.registry import Registry
+
+BENCHMARKS: Registry[Benchmark] = Registry(
+    "benchmark",
+    {
+        "tri-he": "halluscope.benchmarks.tri_he:TriHE.from_options",
+    },
+    {
+        "tri-he": "Tri-HE: open questions; triplet-level object and relation hallucination (Hallu-Q, Hallu-I)",
+    },
+)
+
+__all__ = ["BENCHMARKS", "Benchmark", "MetricsReport", "ScoringContext"]

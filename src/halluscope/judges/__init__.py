@@ -1,0 +1,20 @@
+"""Claim judges: claim + scene graph → supported / hallucinated (object | relation | attribute) / unjudged."""
+
+from halluscope.registry import Registry
+from halluscope.stages import Judge
+
+JUDGES: Registry[Judge] = Registry(
+    "judge",
+    {
+        "similarity": "halluscope.judges.similarity:SimilarityJudge",
+        "typed": "halluscope.judges.typed:TypedJudge",
+        "llm": "halluscope.judges.llm:LLMJudge",
+    },
+    {
+        "similarity": "Tri-HE's embedding-similarity judge (offline; default model all-MiniLM-L6-v2)",
+        "typed": "offline: objects checked with WordNet, then the relation; tells object from relation errors",
+        "llm": "Tri-HE's LLM judge over any OpenAI-compatible endpoint (per claim or batched)",
+    },
+)
+
+__all__ = ["JUDGES"]
