@@ -1,0 +1,40 @@
+"""The ``halluscope`` command line. Each command lives in its own module under ``halluscope.cli`` and
+exposes ``register(app)``; modules keep heavy imports inside the command functions so ``--help`` is instant.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="halluscope",
+    help="Measure how much vision-language models hallucinate, against scene graphs of the images.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+#: Command modules, in the order they appear in ``--help``.
+COMMAND_MODULES = [
+    "halluscope.cli.run",
+    "halluscope.cli.report",
+]
+
+
+def _register_all() -> None:
+    for module_name in COMMAND_MODULES:
+        module = importlib.import_module(module_name)
+        module.register(app)
+
+
+_register_all()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
