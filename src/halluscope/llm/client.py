@@ -1,0 +1,536 @@
+"""One small async client for OpenAI-compatible chat completion endpoints.
+
+Every LLM-backed stage (claim extractors, judges, the OpenAI-compatible model backend, question builders) goes
+through :class:`ChatClient`, so retries, timeouts, concurrency limits, caching and the handling of the API key
+are decided once. The rules, and why:
+
+- Only failures that can pass by themselves are retried: rate limits (429), timeouts, dropped connections and
+  server errors (5xx), with exponential backoff plus jitter, honouring ``Retry-After``. Retrying an auth error
+  or a malformed request only hides the problem, so those raise at once with the server's own message.
+- Retries are bounded; after the last one :class:`LLMRetriesExhaustedError` names the last cause, instead of
+  looping forever (a failure mode of several official evaluation scripts).
+- The API key lives only in memory: it is sent in the ``Authorization`` header and appears in no message,
+  ``repr``, identity, cache key or cached row.
+- With a :class:`~halluscope.runs.cache.Cache`, results are stored by content (model, endpoint, messages with
+  inline image data replaced by its hash, every sampling parameter), so re-running a job sends no request for
+  what was already answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import logging
+import os
+import random
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, Field
+
+from halluscope.runs.cache import Cache, content_key
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "ChatClient",
+    "ChatResult",
+    "LLMAuthError",
+    "LLMBadRequestError",
+    "LLMConnectionError",
+    "LLMError",
+    "LLMRateLimitError",
+    "LLMResponseError",
+    "LLMRetriesExhaustedError",
+    "LLMServerError",
+    "LLMTimeoutError",
+    "TokenLogprob",
+    "resolve_api_key",
+    "resolve_base_url",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Environment variables read, in order of precedence.
+BASE_URL_ENV = ("HALLUSCOPE_BASE_URL", "OPENAI_BASE_URL")
+API_KEY_ENV = ("HALLUSCOPE_API_KEY", "OPENAI_API_KEY")
+#: The longest single wait between retries, whatever the backoff or ``Retry-After`` asks for.
+MAX_WAIT_S = 60.0
+#: Cache namespace of chat results.
+CACHE_NAMESPACE = "chat"
+
+
+# -- records ---------------------------------------------------------------------------------------------
+
+
+class TokenLogprob(BaseModel):
+    """One generated token, its log-probability, and the most likely alternatives at that step."""
+
+    token: str
+    logprob: float
+    top: dict[str, float] = Field(default_factory=dict)
+
+
+class ChatResult(BaseModel):
+    """A chat completion as halluscope keeps it."""
+
+    text: str
+    logprobs: list[TokenLogprob] | None = None
+    usage: dict[str, int] = Field(default_factory=dict)
+    #: Seconds the request took; for a cache hit, the time the original request took.
+    latency_s: float
+    finish_reason: str | None = None
+    #: True when the result came from the cache and no request was sent.
+    cached: bool = False
+
+
+# -- errors ----------------------------------------------------------------------------------------------
+
+
+class LLMError(Exception):
+    """Any failure to get a chat completion. Messages name the endpoint and never contain the API key."""
+
+    #: The HTTP status, when the failure came with one.
+    status: int | None = None
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class LLMAuthError(LLMError):
+    """HTTP 401/403: the key is missing, wrong, or not allowed to use this model. Never retried."""
+
+
+class LLMBadRequestError(LLMError):
+    """HTTP 400/404/422 and other client errors (unknown model, bad parameters, prompt too long).
+
+    Never retried: the same request would fail the same way.
+    """
+
+
+class LLMTimeoutError(LLMError):
+    """No complete answer within the client's timeout. Retried."""
+
+
+class LLMConnectionError(LLMError):
+    """The endpoint could not be reached or dropped the connection. Retried."""
+
+
+class LLMRateLimitError(LLMError):
+    """HTTP 429. Retried after the server's ``Retry-After`` or the backoff."""
+
+    retry_after_s: float | None = None
+
+
+class LLMServerError(LLMError):
+    """HTTP 5xx. Retried."""
+
+
+class LLMRetriesExhaustedError(LLMError):
+    """Every attempt failed with a retryable error; ``last_error`` is the last one."""
+
+    def __init__(self, message: str, last_error: LLMError) -> None:
+        super().__init__(message, status=last_error.status)
+        self.last_error = last_error
+
+
+class LLMResponseError(LLMError):
+    """HTTP 200, but the body is not an OpenAI chat completion (an HTML page, a proxy's error, other JSON)."""
+
+
+_RETRYABLE = (LLMTimeoutError, LLMConnectionError, LLMRateLimitError, LLMServerError)
+
+
+# -- configuration ---------------------------------------------------------------------------------------
+
+
+def resolve_base_url(base_url: str | None = None) -> str:
+    """The endpoint: the argument, else ``$HALLUSCOPE_BASE_URL``, else ``$OPENAI_BASE_URL``, else OpenAI's."""
+    if not base_url:
+        base_url = next((os.environ[n] for n in BASE_URL_ENV if os.environ.get(n)), DEFAULT_BASE_URL)
+    return base_url.rstrip("/")
+
+
+def resolve_api_key(api_key: str | None = None) -> str | None:
+    """The key: the argument, else ``$HALLUSCOPE_API_KEY``, else ``$OPENAI_API_KEY``, else none.
+
+    No key is fine for local servers (llama.cpp, vLLM, Ollama) that do not check one.
+    """
+    if api_key:
+        return api_key
+    return next((os.environ[n] for n in API_KEY_ENV if os.environ.get(n)), None)
+
+
+class _Secret:
+    """Holds the API key so that no ``repr``, ``vars()`` dump or log line can show it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str | None) -> None:
+        self._value = value
+
+    def get(self) -> str | None:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<hidden>" if self._value else "<none>"
+
+    __str__ = __repr__
+
+
+def _hash_inline_data(value: Any) -> Any:
+    """A copy of the messages with every inline ``data:`` URL (base64 images) replaced by its SHA-256.
+
+    Cache keys then depend on the image's content without storing megabytes of base64 in the key material.
+    """
+    if isinstance(value, str):
+        if value.startswith("data:"):
+            return "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()
+        return value
+    if isinstance(value, dict):
+        return {k: _hash_inline_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_hash_inline_data(v) for v in value]
+    return value
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+# -- the client ------------------------------------------------------------------------------------------
+
+
+class ChatClient:
+    """Async chat completions against one OpenAI-compatible endpoint and model.
+
+    ``concurrency`` bounds the requests in flight from this client; ``max_retries`` is the number of retries
+    after the first attempt. Use ``async with ChatClient(...)`` or call :meth:`aclose` when done.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+        cache: Cache | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("ChatClient needs a model name")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
+        self.model = model
+        self.base_url = resolve_base_url(base_url)
+        self._key = _Secret(resolve_api_key(api_key))
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.cache = cache
+        #: HTTP requests actually sent (retries included, cache hits not).
+        self.requests_sent = 0
+        # An httpx client and a semaphore are bound to the event loop they are first used on; keep one pair
+        # per loop so that a client survives being used from successive ``asyncio.run`` calls.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._http: httpx.AsyncClient | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    # -- identity ------------------------------------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        """What determines the answers (for cache keys and ``spec.json``); never the key."""
+        return {"model": self.model, "base_url": self.base_url}
+
+    def __repr__(self) -> str:
+        return f"ChatClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def has_api_key(self) -> bool:
+        return self._key.get() is not None
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def _state(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._http is None or self._semaphore is None or self._loop is not loop:
+            # A client left over from an earlier (now closed) loop cannot be closed from this one; drop it.
+            headers = {"Content-Type": "application/json"}
+            key = self._key.get()
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            self._http = httpx.AsyncClient(
+                headers=headers,
+                timeout=httpx.Timeout(self.timeout_s),
+                limits=httpx.Limits(
+                    max_connections=self.concurrency, max_keepalive_connections=self.concurrency
+                ),
+            )
+            self._semaphore = asyncio.Semaphore(self.concurrency)
+            self._loop = loop
+        return self._http, self._semaphore
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (the cache belongs to the caller and stays open)."""
+        if self._http is not None:
+            try:
+                if self._loop is asyncio.get_running_loop():
+                    await self._http.aclose()
+            finally:
+                self._http = None
+                self._semaphore = None
+                self._loop = None
+
+    async def __aenter__(self) -> ChatClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- requests ------------------------------------------------------------------------------------
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        top_logprobs: int | None = None,
+        json_mode: bool = False,
+        stop: list[str] | None = None,
+    ) -> ChatResult:
+        """One chat completion; ``messages`` are OpenAI-format (content: a string or text/image_url parts).
+
+        ``top_logprobs`` asks for per-token log-probabilities with that many alternatives (0: only the chosen
+        token's); ``json_mode`` asks the server for a JSON object (``response_format``).
+        Raises an :class:`LLMError` subclass on failure.
+        """
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "stream": False,
+        }
+        if seed is not None:
+            payload["seed"] = seed
+        if top_logprobs is not None:
+            payload["logprobs"] = True
+            payload["top_logprobs"] = top_logprobs
+        if json_mode:
+            payload["response_format"] = {"type": "json_object"}
+        if stop:
+            payload["stop"] = list(stop)
+
+        key: str | None = None
+        if self.cache is not None:
+            params = {k: v for k, v in payload.items() if k not in ("messages", "model")}
+            key = content_key(self.identity(), _hash_inline_data(messages), params)
+            hit = self.cache.get(CACHE_NAMESPACE, key)
+            if hit is not None:
+                try:
+                    return ChatResult.model_validate({**hit, "cached": True})
+                except ValueError:
+                    log.warning("ignoring an unreadable cached chat result")
+
+        result = await self._with_retries(payload)
+        if self.cache is not None and key is not None:
+            self.cache.put(CACHE_NAMESPACE, key, result.model_dump(mode="json", exclude={"cached"}))
+        return result
+
+    async def _with_retries(self, payload: dict[str, Any]) -> ChatResult:
+        attempt = 0
+        while True:
+            try:
+                return await self._send(payload)
+            except _RETRYABLE as error:
+                if attempt >= self.max_retries:
+                    attempts = attempt + 1
+                    raise LLMRetriesExhaustedError(
+                        f"gave up on {self.base_url} (model {self.model!r}) after {attempts} "
+                        f"attempt{'s' if attempts != 1 else ''}; last error: {error}",
+                        error,
+                    ) from error
+                delay = min(MAX_WAIT_S, self.backoff_s * (2**attempt))
+                delay *= 1.0 + random.uniform(0.0, 0.25)
+                if isinstance(error, LLMRateLimitError) and error.retry_after_s is not None:
+                    delay = min(MAX_WAIT_S, error.retry_after_s)
+                log.info("retrying %s in %.2f s after: %s", self.base_url, delay, error)
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    def _scrub(self, text: str) -> str:
+        key = self._key.get()
+        return text.replace(key, "<api key>") if key else text
+
+    async def _send(self, payload: dict[str, Any]) -> ChatResult:
+        http, semaphore = self._state()
+        url = f"{self.base_url}/chat/completions"
+        async with semaphore:
+            started = time.perf_counter()
+            self.requests_sent += 1
+            try:
+                response = await http.post(url, json=payload)
+            except httpx.TimeoutException as error:
+                raise LLMTimeoutError(f"no answer from {url} within {self.timeout_s:g} s") from error
+            except httpx.UnsupportedProtocol as error:
+                raise LLMBadRequestError(f"base URL {self.base_url!r} is not an http(s) URL") from error
+            except httpx.TransportError as error:
+                detail = self._scrub(str(error)) or type(error).__name__
+                raise LLMConnectionError(f"could not reach {url}: {detail}") from error
+            latency = time.perf_counter() - started
+        return self._parse(response, url, latency)
+
+    def _server_message(self, response: httpx.Response) -> str:
+        """The server's error text, shortened; OpenAI-style ``{"error": {"message": ...}}`` preferred."""
+        text = response.text
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if isinstance(body, dict):
+            err = body.get("error", body.get("detail", body.get("message")))
+            if isinstance(err, dict):
+                err = err.get("message", err)
+            if err is not None:
+                text = str(err)
+        text = " ".join(text.split())
+        if len(text) > 300:
+            text = text[:300] + "…"
+        return self._scrub(text)
+
+    def _parse(self, response: httpx.Response, url: str, latency: float) -> ChatResult:
+        status = response.status_code
+        if status != 200:
+            where = f"HTTP {status} from {url} (model {self.model!r})"
+            message = self._server_message(response)
+            detail = f"{where}: {message}" if message else where
+            if status in (401, 403):
+                hint = (
+                    "; set HALLUSCOPE_API_KEY (or OPENAI_API_KEY) to a valid key"
+                    if not self.has_api_key
+                    else "; check that the key (HALLUSCOPE_API_KEY/OPENAI_API_KEY) is valid for this endpoint"
+                )
+                raise LLMAuthError(f"authentication failed, {detail}{hint}", status=status)
+            if status == 429:
+                error = LLMRateLimitError(f"rate limited, {detail}", status=status)
+                error.retry_after_s = _parse_retry_after(response.headers.get("retry-after"))
+                raise error
+            if status == 408:
+                raise LLMTimeoutError(f"request timed out on the server, {detail}", status=status)
+            if status >= 500:
+                raise LLMServerError(f"server error, {detail}", status=status)
+            raise LLMBadRequestError(f"request rejected, {detail}", status=status)
+
+        try:
+            body = response.json()
+        except ValueError:
+            snippet = self._scrub(" ".join(response.text.split())[:200])
+            raise LLMResponseError(
+                f"HTTP 200 from {url} but the body is not JSON (is the base URL an OpenAI-compatible /v1 "
+                f"endpoint?): {snippet!r}",
+                status=status,
+            ) from None
+        return self._parse_body(body, url, latency)
+
+    def _parse_body(self, body: Any, url: str, latency: float) -> ChatResult:
+        def bad(why: str) -> LLMResponseError:
+            return LLMResponseError(f"HTTP 200 from {url} but not a chat completion: {why}", status=200)
+
+        if not isinstance(body, dict):
+            raise bad(f"expected a JSON object, got {type(body).__name__}")
+        if "error" in body and "choices" not in body:
+            raise bad(f"the server reported an error: {self._scrub(str(body['error']))[:300]}")
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise bad("no 'choices'")
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise bad("'choices[0]' has no 'message'")
+        content = message.get("content")
+        if content is None:
+            text = ""
+        elif isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = "".join(
+                str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"
+            )
+        else:
+            raise bad(f"'message.content' is a {type(content).__name__}")
+        finish = choice.get("finish_reason")
+        usage_raw = body.get("usage")
+        usage = (
+            {k: v for k, v in usage_raw.items() if isinstance(v, int) and not isinstance(v, bool)}
+            if isinstance(usage_raw, dict)
+            else {}
+        )
+        return ChatResult(
+            text=text,
+            logprobs=_parse_logprobs(choice.get("logprobs")),
+            usage=usage,
+            latency_s=latency,
+            finish_reason=finish if isinstance(finish, str) else None,
+        )
+
+
+def _parse_logprobs(raw: Any) -> list[TokenLogprob] | None:
+    """Per-token log-probabilities, in the chat format (``content: [...]``) or the legacy completions one."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        content = raw.get("content")
+        if isinstance(content, list):
+            steps = []
+            for entry in content:
+                top = {
+                    str(alt["token"]): float(alt["logprob"])
+                    for alt in entry.get("top_logprobs") or []
+                    if isinstance(alt, dict)
+                }
+                steps.append(
+                    TokenLogprob(token=str(entry["token"]), logprob=float(entry["logprob"]), top=top)
+                )
+            return steps
+        tokens, token_logprobs = raw.get("tokens"), raw.get("token_logprobs")
+        if isinstance(tokens, list) and isinstance(token_logprobs, list):
+            tops = raw.get("top_logprobs") or [None] * len(tokens)
+            return [
+                TokenLogprob(
+                    token=str(t),
+                    logprob=float(lp),
+                    top={str(k): float(v) for k, v in (top or {}).items()},
+                )
+                for t, lp, top in zip(tokens, token_logprobs, tops, strict=False)
+                if lp is not None
+            ]
+    except (KeyError, TypeError, ValueError):
+        log.warning("ignoring logprobs in an unexpected format")
+    return None
