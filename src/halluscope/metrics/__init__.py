@@ -1,0 +1,1 @@
+"""Metrics: pure functions over scored records; per-category numbers come from grouping, not copies."""

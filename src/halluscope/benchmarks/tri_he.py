@@ -1,0 +1,167 @@
+"""Tri-HE: triplet-level evaluation of object and relation hallucination.
+
+Wu et al., "Unified Triplet-Level Hallucination Evaluation for Large Vision-Language Models" (Tri-HE).
+Official data: https://github.com/wujunjie1998/Tri-HE (``data/tri-he.json``, GQA images).
+
+Sample ids are ``<image_id>-<question index>``, the question index being the 0-based position in the
+image's ``instance`` list of the official file. Each image's ``triplets`` (GQA scene graph plus the
+question-specific triplets) and ``all_object`` form its :class:`~halluscope.scene.graph.SceneGraph`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.triplets import score_open_answers
+from halluscope.metrics.triplets import triplet_metrics
+from halluscope.runs.cache import default_cache_dir
+from halluscope.scene.graph import SceneGraph
+from halluscope.scene.triplets import TripletParseError, parse_triplet_string
+from halluscope.types import Response, Sample, SampleRecord
+
+OFFICIAL_URL = "https://raw.githubusercontent.com/wujunjie1998/Tri-HE/main/data/tri-he.json"
+
+
+class TriHEDataError(ValueError):
+    """The Tri-HE file is missing, malformed, or has an image entry without the required fields."""
+
+
+def download_tri_he(target_dir: Path | None = None) -> Path:
+    """Fetch the official ``tri-he.json`` into the user cache (machines with internet only)."""
+    target_dir = target_dir or default_cache_dir() / "data" / "tri-he"
+    target = target_dir / "tri-he.json"
+    if target.exists():
+        return target
+    target_dir.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".part")
+    try:
+        with urllib.request.urlopen(OFFICIAL_URL, timeout=60) as answer:  # noqa: S310 - fixed https URL
+            tmp.write_bytes(answer.read())
+    except OSError as error:
+        raise TriHEDataError(
+            f"could not download Tri-HE from {OFFICIAL_URL} ({error}); pass --data with a local tri-he.json"
+        ) from error
+    tmp.replace(target)
+    return target
+
+
+def resolve_data_path(data: Path | None) -> Path:
+    """Accept the JSON file or its folder; download when nothing is given."""
+    if data is None:
+        env = os.environ.get("HALLUSCOPE_TRI_HE")
+        return Path(env) if env else download_tri_he()
+    path = Path(data)
+    if path.is_dir():
+        path = path / "tri-he.json"
+    if not path.exists():
+        raise TriHEDataError(f"Tri-HE data not found at {path}")
+    return path
+
+
+def load_tri_he(path: Path) -> dict[str, dict[str, Any]]:
+    """Read and check the official file; errors name the image and the missing field."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise TriHEDataError(f"{path} is not valid JSON: {error}") from error
+    if not isinstance(raw, dict):
+        raise TriHEDataError(f"{path}: expected an object keyed by image id, got {type(raw).__name__}")
+    for image_id, entry in raw.items():
+        if not isinstance(entry, dict):
+            raise TriHEDataError(f"{path}: image {image_id}: expected an object")
+        for key in ("instance", "triplets"):
+            if not isinstance(entry.get(key), list):
+                raise TriHEDataError(f"{path}: image {image_id}: missing or non-list field {key!r}")
+        for index, instance in enumerate(entry["instance"]):
+            if not isinstance(instance, dict) or not isinstance(instance.get("question"), str):
+                raise TriHEDataError(f"{path}: image {image_id} question {index}: missing 'question'")
+    return raw
+
+
+def scene_from_entry(image_id: str, entry: dict[str, Any]) -> SceneGraph:
+    """The scene graph of one image entry: its objects, then every reference triplet."""
+    graph = SceneGraph(image_id=image_id)
+    for name in entry.get("all_object", []):
+        graph.object_names.append(name)
+        graph.add_entity(name)
+    for text in entry["triplets"]:
+        try:
+            claims = parse_triplet_string(text)
+        except TripletParseError as error:
+            raise TriHEDataError(f"image {image_id}: {error}") from error
+        graph.reference_texts.append(text)
+        for claim in claims:
+            graph.add_fact(claim)
+    return graph
+
+
+def load_scene_graphs(path: Path) -> dict[str, SceneGraph]:
+    """Image id → scene graph for every image of a Tri-HE file."""
+    return {image_id: scene_from_entry(image_id, entry) for image_id, entry in load_tri_he(path).items()}
+
+
+class TriHE(Benchmark):
+    """The Tri-HE benchmark: open questions, answers judged claim by claim against the scene graph."""
+
+    name: ClassVar[str] = "tri-he"
+    default_extractor: ClassVar[str | None] = "rules"
+    default_judge: ClassVar[str | None] = "similarity"
+
+    def __init__(self, data: Path | None = None, images: Path | None = None, limit: int | None = None) -> None:
+        self.path = resolve_data_path(data)
+        self.images_dir = Path(images) if images else self.path.parent / "images"
+        self.limit = limit
+
+    @classmethod
+    def from_options(cls, data: Path | None = None, **options: Any) -> TriHE:
+        images = options.pop("images", None)
+        limit = options.pop("limit", None)
+        if options:
+            raise ValueError(f"unknown Tri-HE option(s): {', '.join(sorted(options))}")
+        return cls(data=data, images=Path(images) if images else None, limit=int(limit) if limit else None)
+
+    @cached_property
+    def raw(self) -> dict[str, dict[str, Any]]:
+        return load_tri_he(self.path)
+
+    @cached_property
+    def scenes(self) -> dict[str, SceneGraph]:
+        return {image_id: scene_from_entry(image_id, entry) for image_id, entry in self.raw.items()}
+
+    def spec(self) -> dict[str, Any]:
+        return {"benchmark": self.name, "data": str(self.path), "images": str(self.images_dir), "limit": self.limit}
+
+    def samples(self) -> Iterator[Sample]:
+        count = 0
+        for image_id, entry in self.raw.items():
+            for index, instance in enumerate(entry["instance"]):
+                if self.limit is not None and count >= self.limit:
+                    return
+                count += 1
+                yield Sample(
+                    id=f"{image_id}-{index}",
+                    benchmark=self.name,
+                    prompt=instance["question"],
+                    image_id=image_id,
+                    image_path=str(self.images_dir / f"{image_id}.jpg"),
+                    reference=instance.get("answer"),
+                    metadata={"question_index": index, "gt_triplets": list(instance.get("triplet", []))},
+                )
+
+    def scene(self, sample: Sample) -> SceneGraph | None:
+        return self.scenes.get(sample.image_id or "")
+
+    async def score_many(
+        self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
+    ) -> list[SampleRecord]:
+        return await score_open_answers(pairs, self.scene, ctx)
+
+    def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
+        return triplet_metrics(records, benchmark=self.name)

@@ -1,0 +1,112 @@
+"""Tri-HE's measures, as pure functions of scored records.
+
+Per question q with at least one judged claim, h(q) = #hallucinated / #judged claims. Then
+
+- ``hallu_q`` = mean of h(q) over questions; ``hallu_i`` = mean over images of the mean h(q) of that
+  image's questions (each image weighs the same, however many questions it has);
+- ``object_hallu_*`` / ``relation_hallu_*`` the same with only object- / relation-typed hallucinations in
+  the numerator (``attribute_hallu_*`` likewise, for judges that type attribute errors);
+
+all ×100, as the paper reports them. Two deliberate choices, both visible in ``counts``:
+
+- Questions with zero claims are skipped, as in the official script: a model that answers nothing
+  checkable is neither right nor wrong. Because that rewards evasive answers, the ``*_with_empty``
+  variants count such a question as 0 % hallucinated, so the two numbers together show how much of a
+  model's score comes from saying little.
+- ``unjudged`` claims (a judge failure) are left out of the denominator, where the official script counts
+  its 'null' answers in it: a failure of the instrument must not lower the measured rate.
+  ``counts["unjudged_claims"]`` says how many there were.
+
+Typed rates are reported only when the judge typed every hallucination (the similarity judge cannot say
+which part of a claim is wrong); otherwise they are ``None`` rather than a misleading zero.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from statistics import fmean
+
+from halluscope.benchmarks.base import MetricsReport
+from halluscope.types import ErrorType, SampleRecord, VerdictLabel
+
+RATE_KEYS = ("hallu_q", "hallu_i", "object_hallu_q", "object_hallu_i", "relation_hallu_q", "relation_hallu_i")
+
+
+def question_rates(record: SampleRecord) -> dict[str, float] | None:
+    """h(q) and its typed parts for one question, or None when no claim was judged."""
+    judged = [c for c in record.claims if c.verdict != VerdictLabel.UNJUDGED]
+    if not judged:
+        return None
+    hallucinated = [c for c in judged if c.verdict == VerdictLabel.HALLUCINATED]
+    n = len(judged)
+    return {
+        "all": len(hallucinated) / n,
+        "object": sum(c.error == ErrorType.OBJECT for c in hallucinated) / n,
+        "relation": sum(c.error == ErrorType.RELATION for c in hallucinated) / n,
+        "attribute": sum(c.error == ErrorType.ATTRIBUTE for c in hallucinated) / n,
+    }
+
+
+def _question_and_image_means(rates: list[tuple[str, float]]) -> tuple[float | None, float | None]:
+    if not rates:
+        return None, None
+    by_image: dict[str, list[float]] = defaultdict(list)
+    for image_id, rate in rates:
+        by_image[image_id].append(rate)
+    return 100 * fmean(r for _, r in rates), 100 * fmean(fmean(v) for v in by_image.values())
+
+
+def triplet_metrics(records: Sequence[SampleRecord], benchmark: str = "tri-he") -> MetricsReport:
+    """Hallu-Q, Hallu-I and their object / relation / attribute parts, with the counts behind them."""
+    per_kind: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    with_empty: list[tuple[str, float]] = []
+    counts = {
+        "samples": len(records),
+        "scored_questions": 0,
+        "zero_claim_questions": 0,
+        "all_unjudged_questions": 0,
+        "failed_samples": 0,
+        "claims": 0,
+        "supported_claims": 0,
+        "hallucinated_claims": 0,
+        "unjudged_claims": 0,
+        "untyped_hallucinated_claims": 0,
+    }
+    for record in records:
+        image_id = record.image_id or record.id
+        if record.failure is not None:
+            counts["failed_samples"] += 1
+            continue
+        counts["claims"] += len(record.claims)
+        counts["supported_claims"] += record.count(VerdictLabel.SUPPORTED)
+        counts["hallucinated_claims"] += record.count(VerdictLabel.HALLUCINATED)
+        counts["unjudged_claims"] += record.count(VerdictLabel.UNJUDGED)
+        counts["untyped_hallucinated_claims"] += sum(
+            1 for c in record.claims if c.verdict == VerdictLabel.HALLUCINATED and c.error is None
+        )
+        if not record.claims:
+            counts["zero_claim_questions"] += 1
+            with_empty.append((image_id, 0.0))
+            continue
+        rates = question_rates(record)
+        if rates is None:
+            counts["all_unjudged_questions"] += 1
+            continue
+        counts["scored_questions"] += 1
+        with_empty.append((image_id, rates["all"]))
+        for kind, value in rates.items():
+            per_kind[kind].append((image_id, value))
+
+    metrics: dict[str, float | None] = {}
+    typed = counts["untyped_hallucinated_claims"] == 0
+    for kind, prefix in (("all", ""), ("object", "object_"), ("relation", "relation_"), ("attribute", "attribute_")):
+        q, i = _question_and_image_means(per_kind[kind])
+        if kind != "all" and not typed:
+            q = i = None
+        metrics[f"{prefix}hallu_q"] = q
+        metrics[f"{prefix}hallu_i"] = i
+    q, i = _question_and_image_means(with_empty)
+    metrics["hallu_q_with_empty"] = q
+    metrics["hallu_i_with_empty"] = i
+    return MetricsReport(benchmark=benchmark, metrics=metrics, counts=counts)
