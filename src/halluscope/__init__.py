@@ -1,0 +1,22 @@
+"""halluscope: measure how much vision-language models hallucinate, against scene graphs of the images.
+
+The public nouns are few: :class:`Sample`, :class:`Response`, :class:`Claim`, :class:`Verdict`,
+:class:`SampleRecord` (in :mod:`halluscope.types`), :class:`SceneGraph`, and the registries of
+benchmarks, models, extractors and judges. Everything heavy is imported lazily.
+"""
+
+from halluscope.types import Claim, ErrorType, JudgedClaim, Response, Sample, SampleRecord, Verdict, VerdictLabel
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Claim",
+    "ErrorType",
+    "JudgedClaim",
+    "Response",
+    "Sample",
+    "SampleRecord",
+    "Verdict",
+    "VerdictLabel",
+    "__version__",
+]

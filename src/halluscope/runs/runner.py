@@ -1,0 +1,136 @@
+"""Running a benchmark over a set of responses into a run directory, resumably.
+
+Re-running the same command continues where the last run stopped: records already in ``samples.jsonl``
+are kept, unless they failed (missing response, extractor or judge error) or their response text changed,
+in which case they are redone. A run with nothing left to do only recomputes ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from halluscope import __version__
+from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
+from halluscope.runs.store import (
+    METRICS_FILE,
+    SPEC_FILE,
+    RecordWriter,
+    RunDirError,
+    read_records,
+    read_spec,
+    rewrite_records,
+    write_json_atomic,
+)
+from halluscope.types import Response, SampleRecord
+
+#: Spec fields that must match for a run directory to be resumed rather than refused.
+IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model")
+
+
+def build_spec(benchmark: Benchmark, ctx: ScoringContext, spec_extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "halluscope_version": __version__,
+        "benchmark": benchmark.spec(),
+        "extractor": ctx.extractor.identity() if ctx.extractor else None,
+        "judge": ctx.judge.identity() if ctx.judge else None,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    spec.update(spec_extra or {})
+    return spec
+
+
+def _check_resumable(out_dir: Path, spec: dict[str, Any]) -> None:
+    previous = read_spec(out_dir)
+    for key in IDENTITY_FIELDS:
+        if previous.get(key) != spec.get(key):
+            raise RunDirError(
+                f"{out_dir} holds a run with a different {key} ({previous.get(key)!r} there, "
+                f"{spec.get(key)!r} now); choose another --out, or pass --overwrite to start it afresh"
+            )
+
+
+def _is_done(record: SampleRecord, responses: Mapping[str, Response]) -> bool:
+    response = responses.get(record.id)
+    return record.failure is None and response is not None and record.response == response.response
+
+
+async def run_benchmark_async(
+    benchmark: Benchmark,
+    responses: Mapping[str, Response],
+    ctx: ScoringContext,
+    out_dir: Path,
+    *,
+    spec_extra: Mapping[str, Any] | None = None,
+    chunk_size: int = 64,
+    progress: ProgressSink | None = None,
+    overwrite: bool = False,
+) -> MetricsReport:
+    """Score every sample of ``benchmark`` into ``out_dir``; see the module docstring for resuming."""
+    progress = progress or NullProgress()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spec = build_spec(benchmark, ctx, spec_extra)
+    if overwrite:
+        for name in (SPEC_FILE, "samples.jsonl", METRICS_FILE):
+            (out_dir / name).unlink(missing_ok=True)
+    if (out_dir / SPEC_FILE).exists():
+        _check_resumable(out_dir, spec)
+        spec["created"] = read_spec(out_dir).get("created", spec["created"])
+    write_json_atomic(out_dir / SPEC_FILE, spec)
+
+    samples = list(benchmark.samples())
+    wanted = {s.id for s in samples}
+    kept = [r for r in read_records(out_dir) if r.id in wanted and _is_done(r, responses)]
+    rewrite_records(out_dir, kept)
+    done = {r.id for r in kept}
+    pending = [s for s in samples if s.id not in done]
+
+    progress.start(f"scoring {benchmark.name}", total=len(samples), done=len(done))
+    writer = RecordWriter(out_dir)
+    try:
+        for start in range(0, len(pending), max(1, chunk_size)):
+            chunk = pending[start : start + chunk_size]
+            records = await benchmark.score_many([(s, responses.get(s.id)) for s in chunk], ctx)
+            writer.write(records)
+            progress.advance(len(chunk))
+    finally:
+        writer.close()
+
+    report = benchmark.metrics(read_records(out_dir))
+    write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
+    return report
+
+
+def run_benchmark(
+    benchmark: Benchmark,
+    responses: Mapping[str, Response],
+    ctx: ScoringContext,
+    out_dir: Path,
+    *,
+    spec_extra: Mapping[str, Any] | None = None,
+    chunk_size: int = 64,
+    show_progress: bool = True,
+    overwrite: bool = False,
+) -> MetricsReport:
+    """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked."""
+    progress = make_progress(show_progress)
+    try:
+        return asyncio.run(
+            run_benchmark_async(
+                benchmark,
+                responses,
+                ctx,
+                out_dir,
+                spec_extra=spec_extra,
+                chunk_size=chunk_size,
+                progress=progress,
+                overwrite=overwrite,
+            )
+        )
+    finally:
+        progress.close()
