@@ -12,8 +12,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pathlib import Path
+
 from pydantic import BaseModel, Field
 
+from halluscope.responses import ResponsesFile, read_any_responses
 from halluscope.runs.cache import Cache
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Extractor, Judge
@@ -60,6 +63,12 @@ class Benchmark(ABC):
     def spec(self) -> dict[str, Any]:
         """What identifies this benchmark's data in ``spec.json`` (paths, options, selection)."""
         return {"benchmark": self.name}
+
+    def read_responses(
+        self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
+    ) -> ResponsesFile:
+        """Read a responses file; benchmarks override this to accept their official answer layouts too."""
+        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
 
     @abstractmethod
     async def score_many(

@@ -1,0 +1,60 @@
+"""Helpers shared by CLI commands: option parsing, component creation, the console."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+
+def parse_options(pairs: list[str] | None, flag: str) -> dict[str, Any]:
+    """``["k=v", ...]`` → dict, with numbers and booleans converted."""
+    options: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected key=value, got {pair!r}", param_hint=flag)
+        options[key.strip().replace("-", "_")] = coerce(value.strip())
+    return options
+
+
+def coerce(value: str) -> Any:
+    lowered = value.lower()
+    if lowered in {"true", "yes"}:
+        return True
+    if lowered in {"false", "no"}:
+        return False
+    if lowered in {"none", "null"}:
+        return None
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print a clear error and exit (no traceback for user errors)."""
+    console(stderr=True).print(f"[bold red]error:[/bold red] {message}")
+    raise typer.Exit(code)
+
+
+def open_cache(cache_path: Path | None, no_cache: bool) -> Any:
+    from halluscope.runs.cache import Cache
+
+    if no_cache:
+        return Cache(None)
+    return Cache(cache_path) if cache_path else Cache.default()
+
+
+def interactive() -> bool:
+    return sys.stderr.isatty()

@@ -1,0 +1,40 @@
+"""``halluscope report``: compare finished runs in a table; write CSV, markdown or an HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from halluscope.cli.common import console, fail
+
+
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories to compare.")],
+    csv: Annotated[Path | None, typer.Option("--csv", help="Write the table as CSV here.")] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", "--md", help="Write a markdown table.")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
+) -> None:
+    """Print a comparison table of runs (rows) and their metrics (columns)."""
+    from halluscope.report.table import rich_table, summarise_run, to_csv, to_markdown, write_text
+    from halluscope.runs.store import RunDirError
+
+    try:
+        summaries = [summarise_run(d) for d in run_dirs]
+    except RunDirError as error:
+        fail(str(error))
+    out = console()
+    out.print(rich_table(summaries, title="halluscope runs"))
+    if csv:
+        out.print(f"CSV: {write_text(csv, to_csv(summaries))}")
+    if markdown:
+        out.print(f"markdown: {write_text(markdown, to_markdown(summaries))}")
+    if html:
+        from halluscope.report.html import write_html_report
+
+        out.print(f"HTML: {write_html_report(list(run_dirs), html)}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)

@@ -1,0 +1,119 @@
+"""Comparison tables of finished runs: rows are runs, columns are metrics, in terminal, CSV or markdown."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from halluscope.runs.store import read_metrics, read_spec
+
+
+@dataclass
+class RunSummary:
+    """What one run directory contributes to a comparison."""
+
+    run: str
+    benchmark: str
+    model: str
+    judge: str
+    metrics: dict[str, float | None]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _component_name(value: Any) -> str:
+    if isinstance(value, dict):
+        name = value.get("judge") or value.get("extractor") or value.get("name") or value.get("provider") or "?"
+        detail = value.get("model") or value.get("spec")
+        return f"{name} ({detail})" if detail else str(name)
+    return "" if value is None else str(value)
+
+
+def summarise_run(run_dir: Path) -> RunSummary:
+    spec = read_spec(run_dir)
+    report = read_metrics(run_dir)
+    model = spec.get("model") or spec.get("responses") or ""
+    return RunSummary(
+        run=Path(run_dir).name,
+        benchmark=report.benchmark,
+        model=_component_name(model) if isinstance(model, dict) else str(model),
+        judge=_component_name(spec.get("judge")),
+        metrics=dict(report.metrics),
+        counts=dict(report.counts),
+    )
+
+
+def metric_columns(summaries: Sequence[RunSummary]) -> list[str]:
+    """Every metric present in any run, in first-seen order."""
+    columns: dict[str, None] = {}
+    for summary in summaries:
+        columns.update(dict.fromkeys(summary.metrics))
+    return list(columns)
+
+
+def format_value(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def table_rows(summaries: Sequence[RunSummary]) -> tuple[list[str], list[list[str]]]:
+    columns = metric_columns(summaries)
+    header = ["run", "benchmark", "model", "judge", *columns]
+    rows = [
+        [s.run, s.benchmark, s.model, s.judge, *(format_value(s.metrics.get(c)) for c in columns)]
+        for s in summaries
+    ]
+    return header, rows
+
+
+def to_csv(summaries: Sequence[RunSummary]) -> str:
+    columns = metric_columns(summaries)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["run", "benchmark", "model", "judge", *columns])
+    for s in summaries:
+        writer.writerow([s.run, s.benchmark, s.model, s.judge, *("" if s.metrics.get(c) is None else s.metrics[c]
+                                                                  for c in columns)])
+    return buffer.getvalue()
+
+
+def to_markdown(summaries: Sequence[RunSummary]) -> str:
+    header, rows = table_rows(summaries)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def rich_table(summaries: Sequence[RunSummary], title: str | None = None) -> Any:
+    from rich.table import Table
+
+    header, rows = table_rows(summaries)
+    table = Table(title=title)
+    for index, name in enumerate(header):
+        table.add_column(name, justify="right" if index >= 4 else "left")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def metrics_table(metrics: dict[str, float | None], counts: dict[str, int], title: str) -> Any:
+    """A two-column table of one run's metrics and counts."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for key, value in metrics.items():
+        table.add_row(key, format_value(value))
+    for key, count in counts.items():
+        table.add_row(f"[dim]{key}[/dim]", f"[dim]{count}[/dim]")
+    return table
+
+
+def write_text(path: Path, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
