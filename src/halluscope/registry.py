@@ -41,7 +41,10 @@ class Registry(Generic[T]):
             )
         module_name, _, attr = self._entries[name].partition(":")
         module = importlib.import_module(module_name)
-        factory: Callable[..., T] = getattr(module, attr)
+        target: object = module
+        for part in attr.split("."):  # "Class.from_options" names a classmethod
+            target = getattr(target, part)
+        factory: Callable[..., T] = target  # type: ignore[assignment]
         return factory
 
     def create(self, name: str, **options: Any) -> T:

@@ -44,8 +44,10 @@ def parse_triplet_string(text: str) -> list[Claim]:
         stripped = stripped[1:]
     if stripped.endswith(")"):
         stripped = stripped[:-1]
-    pieces = _INNER_OPEN.split(stripped)
-    return [_parse_single(piece, text) for piece in pieces if piece.strip()]
+    pieces = [piece for piece in _INNER_OPEN.split(stripped) if piece.strip()]
+    if not pieces:
+        raise TripletParseError(f"not a (subject, relation, object) triplet: {text!r}")
+    return [_parse_single(piece, text) for piece in pieces]
 
 
 def reference_sentence(text: str) -> str:
