@@ -25,6 +25,7 @@ import logging
 import os
 import random
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,8 +48,10 @@ __all__ = [
     "LLMServerError",
     "LLMTimeoutError",
     "TokenLogprob",
+    "check_options",
     "resolve_api_key",
     "resolve_base_url",
+    "stage_client",
 ]
 
 log = logging.getLogger(__name__)
@@ -534,3 +537,47 @@ def _parse_logprobs(raw: Any) -> list[TokenLogprob] | None:
     except (KeyError, TypeError, ValueError):
         log.warning("ignoring logprobs in an unexpected format")
     return None
+
+
+# -- helpers for the LLM-backed stages -------------------------------------------------------------------
+
+#: The model LLM stages use when none is named: ``$HALLUSCOPE_LLM_MODEL``, else this.
+DEFAULT_STAGE_MODEL = "gpt-4o-mini"
+STAGE_MODEL_ENV = "HALLUSCOPE_LLM_MODEL"
+
+
+def check_options(component: str, unknown: dict[str, Any], known: Sequence[str]) -> None:
+    """Reject options a component does not take, so that a typo is an error instead of a silent default."""
+    if unknown:
+        names = ", ".join(sorted(unknown))
+        raise ValueError(f"{component}: unknown option(s) {names}; it takes: {', '.join(known)}")
+
+
+def stage_client(
+    component: str,
+    *,
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    concurrency: int,
+    timeout_s: float,
+    cache: Cache | None,
+) -> ChatClient:
+    """The :class:`ChatClient` of an LLM-backed stage, from the stage's options.
+
+    ``api_key_env`` names the environment variable that holds the key (e.g. ``TOGETHER_API_KEY``), so that a
+    key never has to appear in a command line or a saved run spec; it must be set when given.
+    """
+    api_key: str | None = None
+    if api_key_env:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            raise ValueError(f"{component}: api_key_env={api_key_env!r}, but that variable is not set")
+    return ChatClient(
+        model or os.environ.get(STAGE_MODEL_ENV) or DEFAULT_STAGE_MODEL,
+        base_url,
+        api_key,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        cache=cache,
+    )
