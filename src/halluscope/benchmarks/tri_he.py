@@ -165,3 +165,31 @@ class TriHE(Benchmark):
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         return triplet_metrics(records, benchmark=self.name)
+
+
+def ground_truth_responses(bench: TriHE, *, with_claims: bool = False, mismatched: bool = False) -> list[Response]:
+    """Reference answers as responses: a sanity check of the instrument.
+
+    With ``mismatched``, every question gets the reference answer of a question about a *different* image
+    (the images' answer lists are rotated by one image), so nearly everything it says is unsupported by the
+    scene graph: a working judge must rate these far worse than the matched ones. With ``with_claims``,
+    the question's supporting triplets are supplied as pre-extracted claims (judging without extraction).
+    """
+    samples = list(bench.samples())
+    by_image: dict[str, list[Sample]] = {}
+    for sample in samples:
+        by_image.setdefault(sample.image_id or "", []).append(sample)
+    images = list(by_image)
+    donor_of = {image: images[(i + 1) % len(images)] for i, image in enumerate(images)}
+    responses: list[Response] = []
+    for sample in samples:
+        source = sample
+        if mismatched:
+            donors = by_image[donor_of[sample.image_id or ""]]
+            source = donors[int(sample.metadata["question_index"]) % len(donors)]
+        claims = None
+        if with_claims:
+            claims = [c for text in source.metadata["gt_triplets"] for c in parse_triplet_string(text)]
+        responses.append(Response(id=sample.id, response=source.reference or "", claims=claims,
+                                  model="mismatched-ground-truth" if mismatched else "ground-truth"))
+    return responses
