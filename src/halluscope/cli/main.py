@@ -19,7 +19,10 @@ app = typer.Typer(
 #: Command modules, in the order they appear in ``--help``.
 COMMAND_MODULES = [
     "halluscope.cli.run",
+    "halluscope.cli.respond",
     "halluscope.cli.report",
+    "halluscope.cli.listing",
+    "halluscope.cli.models",
 ]
 
 
