@@ -1,0 +1,153 @@
+"""``halluscope respond``: collect a model's answers to a benchmark into OUT/responses.jsonl, resumably."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from halluscope.cli.common import console, fail, interactive, open_cache, parse_options
+
+
+def respond(
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark name.")],
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model spec: [mitigation:]provider/name[?key=value&...] (see `halluscope models`).",
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; re-run to resume).")],
+    data: Annotated[Path | None, typer.Option("--data", help="Benchmark data file or folder.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
+    mitigation: Annotated[
+        list[str] | None,
+        typer.Option(help="Wrap the model in a mitigation (eyes-closed, general-description); repeatable."),
+    ] = None,
+    model_opt: Annotated[
+        list[str] | None, typer.Option(help="Backend option key=value (repeatable).")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="OpenAI-compatible endpoint (else $HALLUSCOPE_BASE_URL / $OPENAI_BASE_URL)."),
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            help="Environment variable holding the API key (else $HALLUSCOPE_API_KEY/$OPENAI_API_KEY)."
+        ),
+    ] = None,
+    max_side: Annotated[
+        int | None, typer.Option(help="Longest image side sent to remote models, in pixels.")
+    ] = None,
+    max_tokens: Annotated[int, typer.Option(help="Longest answer, in tokens.")] = 512,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0,
+    seed: Annotated[int | None, typer.Option(help="Sampling seed, for backends that take one.")] = None,
+    logprobs: Annotated[
+        int | None, typer.Option(help="Keep per-token log-probabilities with this many alternatives.")
+    ] = None,
+    bench_opt: Annotated[
+        list[str] | None, typer.Option(help="Benchmark option key=value (repeatable).")
+    ] = None,
+    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Ask a model every question of a benchmark; answers stream to OUT/responses.jsonl; re-run to resume."""
+    import asyncio
+
+    from halluscope.benchmarks import BENCHMARKS
+    from halluscope.models.replay import ReplayError
+    from halluscope.models.spec import ModelSpecError, create_model, spec_with_mitigations
+    from halluscope.registry import UnknownComponentError
+    from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPONSES_FILE, RespondError, collect_responses
+
+    err = console(stderr=True)
+    bench_options = parse_options(bench_opt, "--bench-opt")
+    if limit is not None:
+        bench_options["limit"] = limit
+    try:
+        bench = BENCHMARKS.create(benchmark, data=data, **bench_options)
+    except (UnknownComponentError, ValueError, OSError) as error:
+        fail(str(error))
+
+    options: dict[str, Any] = parse_options(model_opt, "--model-opt")
+    generic = {
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+        "max_side": max_side,
+        "concurrency": concurrency,
+    }
+    store = open_cache(cache, no_cache)
+    try:
+        spec = spec_with_mitigations(model, list(mitigation or []))
+        model_obj = create_model(
+            spec, cache=store, **_supported(spec, {**generic, **options}, explicit=set(options))
+        )
+    except (ModelSpecError, UnknownComponentError, ReplayError, ValueError, TypeError) as error:
+        fail(f"model {model!r}: {error}")
+
+    async def main() -> dict[str, Any]:
+        try:
+            return await collect_responses(
+                bench,
+                model_obj,
+                out,
+                limit=limit,
+                concurrency=concurrency,
+                show_progress=not quiet and interactive(),
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+                top_logprobs=logprobs,
+                model_name=spec.render(),
+            )
+        finally:
+            await model_obj.aclose()
+
+    try:
+        answers = asyncio.run(main())
+    except (RespondError, ReplayError) as error:
+        fail(str(error))
+    total = sum(1 for _ in bench.samples()) if limit is None else min(limit, sum(1 for _ in bench.samples()))
+    failed = total - len(answers)
+    console().print(f"{len(answers)} of {total} answered → {out / RESPONSES_FILE}")
+    if failed:
+        err.print(f"[yellow]{failed} failed; see {out / RESPOND_ERRORS_FILE} (re-run to retry them)[/yellow]")
+        raise typer.Exit(1)
+
+
+def _supported(spec: Any, options: dict[str, Any], *, explicit: set[str]) -> dict[str, Any]:
+    """Generic flags go to the backends that take them: ``--concurrency`` is dropped for backends without a
+    connection pool (it still sets the collector's parallelism), while ``--base-url``, ``--api-key-env`` and
+    ``--max-side`` given to a backend with no use for them are errors. ``--model-opt`` options always go
+    through, so a typo is reported by the backend."""
+    from halluscope.models import MODELS
+    from halluscope.models.spec import ModelSpecError, accepted_options, parse_model_spec
+
+    def base_accepts(provider: str, name: str) -> set[str] | None:
+        accepted = accepted_options(MODELS.factory(provider))
+        if accepted is None and provider in {"blind", "scene-oracle"}:
+            inner = parse_model_spec(name)
+            return base_accepts(inner.provider, inner.name)
+        return accepted
+
+    accepted = base_accepts(spec.provider, spec.name)
+    kept: dict[str, Any] = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key in explicit or accepted is None or key in accepted:
+            kept[key] = value
+        elif key != "concurrency":
+            flag = "--" + key.replace("_", "-")
+            raise ModelSpecError(f"{flag} does not apply to model provider {spec.provider!r}")
+    return kept
+
+
+def register(app: typer.Typer) -> None:
+    app.command("respond")(respond)

@@ -1,0 +1,196 @@
+"""The ``openai`` backend: any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, Ollama, llama.cpp).
+
+Images go inline as base64 ``data:`` URLs, shrunk so their longer side is at most ``max_side`` pixels:
+remote servers cannot read local paths, and full-size photos cost bandwidth and tokens for no gain.
+Requests go through the shared :class:`~halluscope.llm.ChatClient`, so concurrency limits, bounded
+retries and the content-addressed cache are the same as for every other LLM call in halluscope.
+
+Spec: ``openai/<model name>?base_url=...&api_key_env=...&max_side=...&text_only=...``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, ClassVar
+
+from halluscope.llm import ChatClient, ChatResult
+from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model, TokenStep
+from halluscope.models.images import DEFAULT_MAX_SIDE, image_data_url
+from halluscope.runs.cache import Cache
+
+
+class OpenAIModel(Model):
+    """A model served behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    ``text_only`` drops images instead of sending them: for text-only stand-in models (a local llama.cpp
+    server running a plain LLM) whose servers reject image parts. Dropped images are recorded in the result's
+    metadata so a run log shows that the model never saw them.
+    """
+
+    provider: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        client: ChatClient,
+        max_side: int | None = DEFAULT_MAX_SIDE,
+        image_format: str = "jpeg",
+        text_only: bool = False,
+        system_prompt: str | None = None,
+    ) -> None:
+        self.name = name
+        self.client = client
+        self.max_side = max_side
+        self.image_format = image_format
+        self.text_only = text_only
+        self.system_prompt = system_prompt
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: str,
+        *,
+        cache: Cache | None = None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        max_side: int | None = DEFAULT_MAX_SIDE,
+        image_format: str = "jpeg",
+        text_only: bool = False,
+        system_prompt: str | None = None,
+    ) -> OpenAIModel:
+        """``spec`` is the served model's name. The key is read from ``api_key_env`` when given (an error if
+        that variable is unset), else from ``HALLUSCOPE_API_KEY`` / ``OPENAI_API_KEY``; none is fine for local
+        servers. Keys are never accepted in the spec itself, so they never reach logs or ``spec.json``."""
+        if not spec:
+            raise ValueError("openai backend needs a model name: openai/<name>")
+        api_key: str | None = None
+        if api_key_env:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise ValueError(f"environment variable {api_key_env!r} (api_key_env) is not set")
+        client = ChatClient(
+            spec,
+            base_url=base_url,
+            api_key=api_key,
+            concurrency=int(concurrency),
+            timeout_s=float(timeout_s),
+            max_retries=int(max_retries),
+            cache=cache,
+        )
+        return cls(
+            spec,
+            client=client,
+            max_side=int(max_side) if max_side else None,
+            image_format=image_format,
+            text_only=bool(text_only),
+            system_prompt=system_prompt,
+        )
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            **self.client.identity(),
+            "max_side": self.max_side,
+            "image_format": self.image_format,
+            "text_only": self.text_only,
+            "system_prompt": self.system_prompt,
+        }
+
+    # -- building the request --------------------------------------------------------------------------
+
+    def _content(self, turn: ChatTurn) -> str | list[dict[str, Any]]:
+        if not turn.images or self.text_only:
+            return turn.text
+        parts: list[dict[str, Any]] = [
+            {
+                "type": "image_url",
+                "image_url": {
+                    "url": image_data_url(p, max_side=self.max_side, image_format=self.image_format)
+                },
+            }
+            for p in turn.images
+        ]
+        parts.append({"type": "text", "text": turn.text})
+        return parts
+
+    def to_messages(self, request: GenerateRequest) -> list[dict[str, Any]]:
+        """The request in OpenAI chat format (images first in a turn, then its text, as most VLMs expect)."""
+        messages: list[dict[str, Any]] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.extend({"role": turn.role, "content": self._content(turn)} for turn in request.messages)
+        return messages
+
+    # -- generating ------------------------------------------------------------------------------------
+
+    async def generate(self, request: GenerateRequest) -> GenerateResult:
+        messages = self.to_messages(request)
+        top = request.top_logprobs
+        if request.answer_options and top is None:
+            top = 5  # option probabilities need the alternatives at the answering step
+        result = await self.client.chat(
+            messages,
+            temperature=request.temperature,
+            max_tokens=request.max_tokens,
+            seed=request.seed,
+            top_logprobs=top,
+        )
+        return self._to_result(request, result)
+
+    def _to_result(self, request: GenerateRequest, result: ChatResult) -> GenerateResult:
+        steps = (
+            [TokenStep(token=s.token, logprob=s.logprob, top=dict(s.top)) for s in result.logprobs]
+            if result.logprobs is not None
+            else None
+        )
+        metadata: dict[str, Any] = {}
+        if result.finish_reason:
+            metadata["finish_reason"] = result.finish_reason
+        dropped = [p for t in request.messages for p in t.images] if self.text_only else []
+        if dropped:
+            metadata["images_not_sent"] = dropped
+        option_probs = option_probabilities(steps, request.answer_options) if request.answer_options else None
+        return GenerateResult(
+            text=result.text,
+            logprobs=steps if request.top_logprobs is not None else None,
+            option_probs=option_probs,
+            usage=dict(result.usage),
+            latency_s=result.latency_s,
+            cached=result.cached,
+            metadata=metadata,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+def _norm_token(token: str) -> str:
+    return token.strip().strip(".,:;!\"'()").lower()
+
+
+def option_probabilities(steps: list[TokenStep] | None, options: list[str]) -> dict[str, float] | None:
+    """Probabilities of the answer options at the first step whose alternatives name any of them.
+
+    Servers return only the top-k alternatives per step, so an option outside them gets 0; tokens that
+    differ only in case, spacing or punctuation ("Yes", " yes", "yes.") are summed, since each is the
+    model choosing that option. None when no step mentions any option (the model answered otherwise).
+    """
+    if not steps:
+        return None
+    wanted = {_norm_token(o): o for o in options}
+    for step in steps:
+        candidates = dict(step.top)
+        candidates.setdefault(step.token, step.logprob)
+        found: dict[str, float] = {}
+        for token, logprob in candidates.items():
+            option = wanted.get(_norm_token(token))
+            if option is not None and math.isfinite(logprob):
+                found[option] = found.get(option, 0.0) + math.exp(logprob)
+        if found:
+            return {o: round(found.get(o, 0.0), 6) for o in options}
+    return None

@@ -1,0 +1,346 @@
+"""Collecting a model's answers to a benchmark's samples into ``DIR/responses.jsonl``, resumably.
+
+Answers are expensive (API money, GPU hours), so nothing answered is ever asked twice:
+
+- each answer is appended to ``responses.jsonl`` (halluscope responses format, one JSON object per line,
+  flushed at once) as soon as it arrives, so a killed run loses at most the answers in flight;
+- on start, ids already in the file are skipped; a line torn by a kill mid-write is cut off first, so the file
+  never holds a duplicate or a broken line;
+- the backend's content cache (model, messages, image hashes, sampling settings) makes the same request in
+  another directory free as well.
+
+``DIR/respond.json`` records the model's identity and generation settings; resuming into a directory that
+holds another model's answers is refused rather than mixing the two. Samples whose request failed are not
+written to ``responses.jsonl`` (they are retried on the next run) and are listed, with the reason, in
+``DIR/respond-errors.jsonl``.
+
+Each line's ``metadata`` holds what the backend measured: ``usage``, ``latency_s``, ``cached``,
+``option_probs`` and per-token ``logprobs`` when asked for, and backend extras such as a mitigation's
+two-step transcript (``metadata["mitigation"]``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import logging
+import os
+from collections.abc import Iterable
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from halluscope.benchmarks.base import Benchmark
+from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
+from halluscope.runs.progress import ProgressSink, make_progress
+from halluscope.types import Claim, Response, Sample
+
+log = logging.getLogger(__name__)
+
+RESPONSES_FILE = "responses.jsonl"
+RESPOND_META_FILE = "respond.json"
+RESPOND_ERRORS_FILE = "respond-errors.jsonl"
+#: Default answer length; long enough for Tri-HE's open questions, short enough to keep runs cheap.
+DEFAULT_MAX_TOKENS = 512
+
+
+class RespondError(RuntimeError):
+    """The output directory cannot be used (another model's answers, unreadable file)."""
+
+
+# -- the responses file ---------------------------------------------------------------------------------
+
+
+def repair_torn_tail(path: Path) -> int:
+    """Cut a final line left incomplete by a kill mid-write; returns the number of bytes removed."""
+    if not path.exists():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with path.open("rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return 0
+        # Walk back to the last newline (lines are small: read the tail in blocks).
+        position = size
+        block = 65536
+        while position > 0:
+            start = max(0, position - block)
+            handle.seek(start)
+            chunk = handle.read(position - start)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            position = start
+        else:
+            keep = 0
+        handle.truncate(keep)
+    return size - keep
+
+
+def read_collected(path: Path) -> tuple[dict[str, Response], list[str]]:
+    """Responses already in ``path`` (first occurrence of each id) and the problems found reading it."""
+    from halluscope.responses import parse_response_row
+
+    responses: dict[str, Response] = {}
+    problems: list[str] = []
+    if not path.exists():
+        return responses, problems
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path.name} line {number}"
+            try:
+                response = parse_response_row(json.loads(line), where)
+            except (json.JSONDecodeError, ValueError) as error:
+                problems.append(f"{where}: {error}")
+                continue
+            if response.id in responses:
+                problems.append(f"{where}: duplicate id {response.id!r}; the first answer is kept")
+                continue
+            responses[response.id] = response
+    return responses, problems
+
+
+def _write_json_atomic(path: Path, value: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+# -- requests and responses -----------------------------------------------------------------------------
+
+
+def build_request(
+    benchmark: Benchmark,
+    sample: Sample,
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    top_logprobs: int | None = None,
+) -> GenerateRequest:
+    """The request for one sample: its prompt with its image, plus the scene graph for scene-based backends.
+
+    ``answer_options`` come from ``sample.metadata["answer_options"]`` when the benchmark sets them (yes/no,
+    A–D), so backends can report the options' probabilities.
+    """
+    options = sample.metadata.get("answer_options")
+    return GenerateRequest(
+        messages=[
+            ChatTurn(role="user", text=sample.prompt, images=[sample.image_path] if sample.image_path else [])
+        ],
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=seed,
+        top_logprobs=top_logprobs,
+        answer_options=[str(o) for o in options] if isinstance(options, list) and options else None,
+        sample_id=sample.id,
+        scene=benchmark.scene(sample),
+    )
+
+
+def to_response(sample_id: str, result: GenerateResult, model_name: str | None) -> Response:
+    """A :class:`GenerateResult` as a responses-file row: backend metadata kept, claims lifted out."""
+    metadata: dict[str, Any] = dict(result.metadata)
+    raw_claims = metadata.pop("claims", None)
+    claims = [Claim.of(c) for c in raw_claims] if isinstance(raw_claims, list) else None
+    metadata["usage"] = dict(result.usage)
+    metadata["latency_s"] = round(result.latency_s, 4)
+    metadata["cached"] = result.cached
+    if result.option_probs is not None:
+        metadata["option_probs"] = result.option_probs
+    if result.logprobs is not None:
+        metadata["logprobs"] = [step.model_dump() for step in result.logprobs]
+    return Response(id=sample_id, response=result.text, claims=claims, model=model_name, metadata=metadata)
+
+
+def _comparable(identity: Any) -> Any:
+    """A model identity without what may legitimately change between resumed runs (the endpoint's address)."""
+    if isinstance(identity, dict):
+        return {k: _comparable(v) for k, v in identity.items() if k not in {"base_url", "concurrency"}}
+    if isinstance(identity, list):
+        return [_comparable(v) for v in identity]
+    return identity
+
+
+def model_label(model: Model) -> str:
+    """A short name for the ``model`` field of each response, from the identity chain (outermost first)."""
+    parts: list[str] = []
+    identity: Any = model.identity()
+    while isinstance(identity, dict):
+        provider = str(identity.get("provider", "?"))
+        name = identity.get("model") or identity.get("name") or identity.get("path")
+        inner = identity.get("inner")
+        if inner is None:
+            parts.append(f"{provider}/{name}" if name else provider)
+        else:
+            parts.append(provider)
+        identity = inner
+    return ":".join(parts)
+
+
+# -- the collector ---------------------------------------------------------------------------------------
+
+
+def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
+    meta_path = out_dir / RESPOND_META_FILE
+    if meta_path.exists():
+        try:
+            previous = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as error:
+            raise RespondError(
+                f"{meta_path} is unreadable ({error}); move it away to start afresh"
+            ) from error
+        for key in ("model", "generation"):
+            if _comparable(previous.get(key)) != _comparable(meta.get(key)):
+                raise RespondError(
+                    f"{out_dir} holds answers collected with a different {key} ({previous.get(key)!r} there, "
+                    f"{meta.get(key)!r} now); choose another --out so the answers are not mixed"
+                )
+        if previous.get("benchmark_name") != meta.get("benchmark_name"):
+            raise RespondError(
+                f"{out_dir} holds answers to benchmark {previous.get('benchmark_name')!r}, not "
+                f"{meta.get('benchmark_name')!r}; choose another --out"
+            )
+        meta["created"] = previous.get("created", meta["created"])
+    _write_json_atomic(meta_path, meta)
+
+
+def _replay_warnings(model: Model, ids: list[str]) -> list[str]:
+    from halluscope.models.replay import ReplayModel
+
+    if isinstance(model, ReplayModel):
+        return [*model.problems, *model.check_ids(ids)]
+    return []
+
+
+async def collect_responses(
+    benchmark: Benchmark,
+    model: Model,
+    out_dir: Path,
+    *,
+    limit: int | None = None,
+    concurrency: int = 4,
+    show_progress: bool = True,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    top_logprobs: int | None = None,
+    model_name: str | None = None,
+    progress: ProgressSink | None = None,
+) -> dict[str, Response]:
+    """Ask ``model`` every (first ``limit``) sample of ``benchmark``; stream answers to ``out_dir``.
+
+    Returns the answers of the selected samples (earlier and new), by id. Samples whose request failed are
+    absent from the result and listed in ``respond-errors.jsonl``; running again retries only them.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    samples = list(islice(benchmark.samples(), limit) if limit is not None else benchmark.samples())
+    ids = [s.id for s in samples]
+    label = model_name or model_label(model)
+    generation = {
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "top_logprobs": top_logprobs,
+    }
+    meta: dict[str, Any] = {
+        "model": model.identity(),
+        "model_name": label,
+        "benchmark_name": benchmark.name,
+        "benchmark": benchmark.spec(),
+        "generation": generation,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    warnings = _replay_warnings(model, ids)  # raises when a replay file matches no sample at all
+    for warning in warnings:
+        log.warning("%s", warning)
+    _prepare_dir(out_dir, meta)
+
+    path = out_dir / RESPONSES_FILE
+    removed = repair_torn_tail(path)
+    if removed:
+        log.warning(
+            "%s: removed an incomplete last line (%d bytes) left by an interrupted run", path, removed
+        )
+    existing, problems = read_collected(path)
+    for problem in problems:
+        log.warning("%s", problem)
+    wanted = set(ids)
+    pending = [s for s in samples if s.id not in existing]
+
+    failures: dict[str, str] = {}
+    new: dict[str, Response] = {}
+    owns_progress = progress is None
+    sink = progress if progress is not None else make_progress(show_progress)
+    sink.start(
+        f"answering {benchmark.name} with {label}", total=len(samples), done=len(samples) - len(pending)
+    )
+    queue: Iterable[Sample] = iter(pending)
+
+    with path.open("a", encoding="utf-8") as handle:
+
+        def record(response: Response) -> None:
+            from halluscope.responses import response_to_row
+
+            # One write per line, flushed at once: a kill leaves whole lines, plus at most one torn tail.
+            handle.write(json.dumps(response_to_row(response), ensure_ascii=False) + "\n")
+            handle.flush()
+
+        async def worker() -> None:
+            for sample in queue:
+                try:
+                    request = build_request(
+                        benchmark,
+                        sample,
+                        max_tokens=max_tokens,
+                        temperature=temperature,
+                        seed=seed,
+                        top_logprobs=top_logprobs,
+                    )
+                    result = await model.generate(request)
+                    response = to_response(sample.id, result, label)
+                except Exception as error:  # one failing sample never stops the others
+                    failures[sample.id] = f"{type(error).__name__}: {error}"
+                    log.debug("sample %s failed: %s", sample.id, failures[sample.id])
+                else:
+                    record(response)
+                    new[sample.id] = response
+                sink.advance(1)
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(pending) or 1)))))
+        finally:
+            if owns_progress:
+                sink.close()
+
+    errors_path = out_dir / RESPOND_ERRORS_FILE
+    if failures:
+        with errors_path.open("w", encoding="utf-8") as handle:
+            for sample_id in ids:
+                if sample_id in failures:
+                    handle.write(
+                        json.dumps({"id": sample_id, "error": failures[sample_id]}, ensure_ascii=False) + "\n"
+                    )
+    else:
+        errors_path.unlink(missing_ok=True)
+
+    collected = {i: r for i, r in existing.items() if i in wanted}
+    collected.update(new)
+    meta["counts"] = {
+        "samples": len(samples),
+        "answered": len(collected),
+        "answered_now": len(new),
+        "cached_now": sum(1 for r in new.values() if r.metadata.get("cached")),
+        "failed": len(failures),
+    }
+    meta["warnings"] = warnings[:50]
+    meta["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    _write_json_atomic(out_dir / RESPOND_META_FILE, meta)
+    return {i: collected[i] for i in ids if i in collected}
