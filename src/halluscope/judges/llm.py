@@ -212,10 +212,12 @@ def parse_batched_reply(reply: str, n_claims: int) -> list[Verdict]:
     try:
         data = _json_object(reply)
     except ValueError:
-        return [Verdict.unjudged(f"judge reply is not JSON: {reply.strip()[:200]!r}")] * n_claims
+        reason = f"judge reply is not JSON: {reply.strip()[:200]!r}"
+        return [Verdict.unjudged(reason) for _ in range(n_claims)]
     entries = data.get("verdicts") if isinstance(data, dict) else None
     if not isinstance(entries, list):
-        return [Verdict.unjudged(f"judge reply has no 'verdicts' list: {reply.strip()[:200]!r}")] * n_claims
+        reason = f"judge reply has no 'verdicts' list: {reply.strip()[:200]!r}"
+        return [Verdict.unjudged(reason) for _ in range(n_claims)]
     found: dict[int, list[Verdict]] = {}
     for entry in entries:
         if not isinstance(entry, dict):
@@ -339,7 +341,7 @@ class LLMJudge(Judge):
         except LLMAuthError:
             raise
         except LLMError as error:
-            return [Verdict.unjudged(f"judge call failed: {error}")] * len(claims)
+            return [Verdict.unjudged(f"judge call failed: {error}") for _ in claims]
         return parse_batched_reply(result.text, len(claims))
 
     async def judge_item(self, item: JudgeItem) -> list[Verdict]:
