@@ -130,6 +130,8 @@ class EyesClosedModel(Model):
                     "response": described.text,
                     "cached": described.cached,
                     "usage": described.usage,
+                    # a text-only stand-in backend records the images it could not send
+                    **_not_sent(described),
                 },
                 {
                     "step": "answer",
@@ -154,6 +156,11 @@ class EyesClosedModel(Model):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _not_sent(result: GenerateResult) -> dict[str, Any]:
+    dropped = result.metadata.get("images_not_sent")
+    return {"images_not_sent": dropped} if dropped else {}
 
 
 def eyes_closed(

@@ -32,6 +32,8 @@ class ImageError(ValueError):
 
 def file_digest(path: str | Path) -> str:
     """SHA-256 of the file's bytes: identifies an image by content, whatever its path."""
+    if not Path(path).is_file():
+        raise ImageError(f"image not found: {str(path)!r}")
     try:
         data = Path(path).read_bytes()
     except OSError as error:

@@ -1,0 +1,167 @@
+"""The replay backend reads answers in halluscope's format and in each benchmark's official layout, built here
+from the real benchmark files with answers filled in the way the official scripts do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from halluscope.models.base import ChatTurn, GenerateRequest
+from halluscope.models.replay import ReplayError, ReplayModel, detect_format
+from halluscope.models.spec import create_model
+from halluscope.runs.cache import Cache
+from tests.paths import HQH_DIR, REEFKNOT_DIR, TRI_HE_JSON
+
+
+def _replay(path: Path, query: str = "") -> ReplayModel:
+    model = create_model(f"replay/{path}{query}", cache=Cache(None))
+    assert isinstance(model, ReplayModel)
+    return model
+
+
+async def _answer(model: ReplayModel, sample_id: str) -> Any:
+    return await model.generate(GenerateRequest(messages=[ChatTurn(text="q")], sample_id=sample_id))
+
+
+def _tri_he_with_answers(tmp_path: Path, keys: dict[str, Any], images: int = 2) -> Path:
+    raw = json.loads(TRI_HE_JSON.read_text())
+    kept = dict(list(raw.items())[:images])
+    for image_id, entry in kept.items():
+        for index, instance in enumerate(entry["instance"]):
+            for key, make in keys.items():
+                instance[key] = make(image_id, index)
+    path = tmp_path / "llava_with_answers.json"
+    path.write_text(json.dumps(kept))
+    return path
+
+
+async def test_halluscope_jsonl_with_claims(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    rows = [
+        {"id": "a-0", "response": "A man rides a horse.", "claims": [["man", "rides", "horse"]]},
+        {"id": "a-1", "response": "A cat.", "metadata": {"option_probs": {"yes": 0.9, "no": 0.1}}},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "not json\n")
+    model = _replay(path)
+    assert model.data.format == "halluscope"
+    first = await _answer(model, "a-0")
+    assert first.text == "A man rides a horse."
+    assert first.metadata["claims"] == [["man", "rides", "horse"]]
+    second = await _answer(model, "a-1")
+    assert second.option_probs == {"yes": 0.9, "no": 0.1}
+    assert any("line 3" in p for p in model.problems)
+    with pytest.raises(ReplayError, match="has no answer for sample 'zzz'"):
+        await _answer(model, "zzz")
+
+
+async def test_tri_he_layout_with_answer_key_and_extracted_triplets(tmp_path: Path) -> None:
+    path = _tri_he_with_answers(
+        tmp_path,
+        {
+            "llava-1.5-7b": lambda i, k: f"answer {i} {k}",
+            "llava-1.5-7b_triplets": lambda i, k: [["lamp", "is", "on"], "(man, sits at, desk)"],
+        },
+    )
+    model = _replay(path)
+    assert model.data.format == "tri-he"
+    image_id = next(iter(json.loads(path.read_text())))
+    result = await _answer(model, f"{image_id}-1")
+    assert result.text == f"answer {image_id} 1"
+    assert result.metadata["claims"] == [["lamp", "is", "on"], ["man", "sits at", "desk"]]
+    # the extracted triplets can be switched off
+    plain = _replay(path, "?key=llava-1.5-7b&claims_key=none")
+    assert "claims" not in (await _answer(plain, f"{image_id}-1")).metadata
+
+
+def test_tri_he_layout_needs_a_key_when_ambiguous(tmp_path: Path) -> None:
+    path = _tri_he_with_answers(tmp_path, {"llava": lambda i, k: "a", "minigpt4": lambda i, k: "b"})
+    with pytest.raises(ReplayError, match=r"llava, minigpt4.*\?key=<field>"):
+        _replay(path)
+    assert _replay(path, "?key=minigpt4").data.answers
+
+
+async def test_reefknot_jsonl_with_yes_no_probabilities(tmp_path: Path) -> None:
+    lines = (REEFKNOT_DIR / "YESNO.jsonl").read_text().splitlines()[:6]
+    out = []
+    for number, line in enumerate(lines):
+        row = json.loads(line)
+        row["response"] = "Yes, it is." if number % 2 == 0 else "No."
+        row["yes_prob"], row["no_prob"] = (0.8, 0.2) if number % 2 == 0 else (0.3, 0.7)
+        out.append(json.dumps(row))
+    path = tmp_path / "llava_yesno.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    model = _replay(path)
+    assert model.data.format == "reefknot"
+    assert model.ids() == {f"yesno-{n}" for n in range(6)}
+    result = await _answer(model, "yesno-1")
+    assert result.text == "No."
+    assert result.option_probs == {"yes": 0.3, "no": 0.7}
+    assert result.metadata["no_prob"] == 0.7
+
+
+def test_reefknot_unanswered_official_file_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "Multichoice.jsonl"
+    path.write_text("\n".join((REEFKNOT_DIR / "Multichoice.jsonl").read_text().splitlines()[:4]) + "\n")
+    with pytest.raises(ReplayError, match="is this the unanswered official file"):
+        _replay(path)
+
+
+async def test_reefknot_multichoice_ids(tmp_path: Path) -> None:
+    rows = [json.loads(x) for x in (REEFKNOT_DIR / "Multichoice.jsonl").read_text().splitlines()[:3]]
+    for row in rows:
+        row["response"] = "B"
+    path = tmp_path / "mcq.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert _replay(path).ids() == {"mcq-0", "mcq-1", "mcq-2"}
+
+
+async def test_hqh_answers(tmp_path: Path) -> None:
+    items = json.loads((HQH_DIR / "HQH.json").read_text())[:5]
+    for item in items:
+        item["answer"] = f"answer to {item['id']}"
+    del items[2]["answer"]
+    path = tmp_path / "hqh_answers.json"
+    path.write_text(json.dumps(items))
+    model = _replay(path)
+    assert model.data.format == "hqh"
+    assert (await _answer(model, str(items[0]["id"]))).text == f"answer to {items[0]['id']}"
+    assert len(model.ids()) == 4
+    assert any(f"id {items[2]['id']}" in p for p in model.problems)
+
+
+async def test_prove_list_and_dict(tmp_path: Path) -> None:
+    listed = tmp_path / "prove_list.json"
+    listed.write_text(json.dumps([
+        {"qa_id": "q1", "question": "What colour?", "answer": "reference", "response": "Red."},
+        {"qa_id": "q2", "question": "How many?", "response": "Two."},
+    ]))  # fmt: skip
+    model = _replay(listed)
+    assert model.data.format == "prove"
+    assert (await _answer(model, "q1")).text == "Red."  # the response, not the reference answer
+    keyed = tmp_path / "prove_dict.json"
+    keyed.write_text(json.dumps({"q1": "Red.", "q2": {"response": "Two."}}))
+    assert {i: a.text for i, a in _replay(keyed).data.answers.items()} == {"q1": "Red.", "q2": "Two."}
+
+
+def test_ids_that_do_not_match_are_reported(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    rows = [{"id": "2374892-0", "response": "x"}, {"id": "foo", "response": "y"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = _replay(path)
+    warnings = model.check_ids(["2374892-0", "2374892-1"])
+    assert any("no answer for 1 of 2" in w and "2374892-1" in w for w in warnings)
+    assert any("outside this selection" in w and "foo" in w for w in warnings)
+    with pytest.raises(ReplayError, match=r"none of the 2 sample ids match.*yesno-0"):
+        model.check_ids(["yesno-0", "yesno-1"])
+
+
+def test_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(ReplayError, match="answers file not found"):
+        _replay(tmp_path / "missing.jsonl")
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(json.dumps({"question": "x", "text": "y"}) + "\n")
+    with pytest.raises(ReplayError, match=r"cannot tell the layout.*\?format="):
+        detect_format(odd)

@@ -1,0 +1,211 @@
+"""Collecting answers: streamed to responses.jsonl, never asked twice (resume in the same directory, cache in
+another), safe to kill mid-run, failures retried; the ``respond`` and ``models`` commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from halluscope.benchmarks import BENCHMARKS
+from halluscope.cli.main import app
+from halluscope.models.openai import OpenAIModel
+from halluscope.models.spec import create_model
+from halluscope.runs.cache import Cache
+from halluscope.runs.respond import (
+    RESPOND_ERRORS_FILE,
+    RESPONSES_FILE,
+    RespondError,
+    collect_responses,
+    repair_torn_tail,
+)
+from tests.paths import REPO_ROOT, TRI_HE_JSON
+from tests.scripted_server import Reply, ScriptedServer, completion, error
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _answer_by_question(body: Any) -> Reply:
+    question = body["messages"][-1]["content"]
+    text = question if isinstance(question, str) else question[-1]["text"]
+    return completion(f"Answer to: {text}")
+
+
+async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
+    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=5)
+    samples = list(bench.samples())
+    cache = Cache(tmp_path / "cache.sqlite")
+    with ScriptedServer(responder=_answer_by_question) as server:
+        spec = f"openai/vlm?base_url={server.base_url}&max_side=256"
+        answers = await collect_responses(
+            bench, create_model(spec, cache=cache), tmp_path / "a", show_progress=False
+        )
+        assert len(server.chat_requests()) == 5
+        rows = _lines(tmp_path / "a" / RESPONSES_FILE)
+        assert sorted(r["id"] for r in rows) == sorted(s.id for s in samples)
+        assert answers[samples[2].id].response == f"Answer to: {samples[2].prompt}"
+        assert rows[0]["metadata"]["usage"]["completion_tokens"] == 5
+        assert rows[0]["metadata"]["cached"] is False
+        assert rows[0]["model"] == "openai/vlm"
+        meta = json.loads((tmp_path / "a" / "respond.json").read_text())
+        counts = {"samples": 5, "answered": 5, "answered_now": 5, "cached_now": 0, "failed": 0}
+        assert meta["counts"] == counts
+
+        # same directory: resumed, nothing asked
+        again = create_model(spec, cache=Cache(None))
+        assert len(await collect_responses(bench, again, tmp_path / "a", show_progress=False)) == 5
+        # another directory, same cache: every answer from the cache, zero requests
+        third = create_model(spec, cache=cache)
+        cached = await collect_responses(bench, third, tmp_path / "b", show_progress=False)
+        assert isinstance(third, OpenAIModel) and third.client.requests_sent == 0
+        assert all(r.metadata["cached"] for r in cached.values())
+        assert len(server.chat_requests()) == 5
+    assert len(_lines(tmp_path / "a" / RESPONSES_FILE)) == 5  # no duplicate lines
+
+
+async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> None:
+    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=4)
+    samples = list(bench.samples())
+    broken = samples[1].prompt
+
+    def flaky(body: Any) -> Reply:
+        if broken in json.dumps(body):
+            return error(400, "this prompt is refused")
+        return _answer_by_question(body)
+
+    with ScriptedServer(responder=flaky) as server:
+        spec = f"openai/vlm?base_url={server.base_url}&text_only=true"
+        answers = await collect_responses(
+            bench, create_model(spec, cache=Cache(None)), tmp_path, show_progress=False
+        )
+        assert set(answers) == {s.id for s in samples} - {samples[1].id}
+        errors = _lines(tmp_path / RESPOND_ERRORS_FILE)
+        assert errors[0]["id"] == samples[1].id
+        assert "this prompt is refused" in errors[0]["error"]
+        server.responder = _answer_by_question
+        before = len(server.chat_requests())
+        answers = await collect_responses(
+            bench, create_model(spec, cache=Cache(None)), tmp_path, show_progress=False
+        )
+        assert len(server.chat_requests()) - before == 1
+    assert len(answers) == 4
+    assert not (tmp_path / RESPOND_ERRORS_FILE).exists()
+
+
+async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
+    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
+    with ScriptedServer(responder=_answer_by_question) as server:
+        model = create_model(f"openai/model-a?base_url={server.base_url}", cache=Cache(None))
+        await collect_responses(bench, model, tmp_path, show_progress=False)
+        other = create_model(f"openai/model-b?base_url={server.base_url}", cache=Cache(None))
+        with pytest.raises(RespondError, match="different model"):
+            await collect_responses(bench, other, tmp_path, show_progress=False)
+        with pytest.raises(RespondError, match="different generation"):
+            await collect_responses(bench, model, tmp_path, show_progress=False, max_tokens=7)
+
+
+async def test_a_torn_last_line_is_cut_and_its_sample_asked_again(tmp_path: Path) -> None:
+    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=3)
+    samples = list(bench.samples())
+    with ScriptedServer(responder=_answer_by_question) as server:
+        model = create_model(f"openai/vlm?base_url={server.base_url}&text_only=true", cache=Cache(None))
+        await collect_responses(bench, model, tmp_path, limit=2, show_progress=False)
+        path = tmp_path / RESPONSES_FILE
+        with path.open("a") as handle:  # what a kill in the middle of a write leaves
+            handle.write(json.dumps({"id": samples[2].id, "response": "half an ans"})[:25])
+        answers = await collect_responses(bench, model, tmp_path, show_progress=False)
+        assert len(server.chat_requests()) == 3
+    assert [r["id"] for r in _lines(path)] == [s.id for s in samples[:2]] + [samples[2].id]
+    assert answers[samples[2].id].response.startswith("Answer to:")
+    assert repair_torn_tail(path) == 0
+
+
+def _respond_command(out: Path, base_url: str, limit: int) -> list[str]:
+    return [
+        sys.executable, "-m", "halluscope.cli.main", "respond",
+        "--benchmark", "tri-he", "--data", str(TRI_HE_JSON), "--limit", str(limit),
+        "--model", f"openai/vlm?base_url={base_url}&text_only=true",
+        "--out", str(out), "--no-cache", "--concurrency", "1", "--quiet",
+    ]  # fmt: skip
+
+
+def test_respond_killed_midway_resumes_without_duplicates(tmp_path: Path) -> None:
+    limit = 8
+
+    def slow(body: Any) -> Reply:
+        reply = _answer_by_question(body)
+        reply.delay_s = 0.25
+        return reply
+
+    with ScriptedServer(responder=slow) as server:
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+        process = subprocess.Popen(_respond_command(tmp_path, server.base_url, limit), env=env)
+        path = tmp_path / RESPONSES_FILE
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if path.exists() and len(path.read_text().splitlines()) >= 3:
+                break
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+        written = len([line for line in path.read_text().splitlines() if line.endswith("}")])
+        assert 3 <= written < limit, "the run was not killed midway"
+        asked_before = len(server.chat_requests())
+
+        finished = subprocess.run(_respond_command(tmp_path, server.base_url, limit), env=env, timeout=120)
+        assert finished.returncode == 0
+        asked_after = len(server.chat_requests()) - asked_before
+    rows = _lines(path)
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids)) == limit
+    assert asked_after == limit - written  # only what was not yet written is asked again
+
+
+def test_cli_respond_with_replay_and_models_listing(tmp_path: Path) -> None:
+    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=3)
+    answers = tmp_path / "answers.jsonl"
+    rows = [{"id": s.id, "response": f"r{s.id}"} for s in bench.samples()]
+    answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    runner = CliRunner()
+    out = tmp_path / "out"
+    args = ["respond", "-b", "tri-he", "--data", str(TRI_HE_JSON), "--limit", "3",
+            "-m", f"replay/{answers}", "--out", str(out), "--no-cache", "-q"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "3 of 3 answered" in result.output
+    assert [r["response"] for r in _lines(out / RESPONSES_FILE)] == [f"r{s.id}" for s in bench.samples()]
+
+    wrong = runner.invoke(app, [*args[:-4], "--out", str(tmp_path / "x"), "--base-url", "http://x/v1", "-q"])
+    assert wrong.exit_code == 2
+    assert "--base-url does not apply to model provider 'replay'" in wrong.output
+
+    listing = runner.invoke(app, ["models", "-v"])
+    assert listing.exit_code == 0
+    for name in ("openai", "replay", "blind", "scene-oracle", "eyes-closed", "general-description"):
+        assert name in listing.output
+    assert "max_side" in listing.output
+
+
+@pytest.mark.slow
+async def test_real_server_second_respond_sends_zero_requests(llama_server: str, tmp_path: Path) -> None:
+    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=2)
+    cache = Cache(tmp_path / "cache.sqlite")
+    spec = f"blind/openai/qwen?base_url={llama_server}"
+    first = create_model(spec, cache=cache)
+    answers = await collect_responses(bench, first, tmp_path / "one", max_tokens=16, show_progress=False)
+    assert len(answers) == 2 and all(r.response.strip() for r in answers.values())
+    second = create_model(spec, cache=cache)
+    again = await collect_responses(bench, second, tmp_path / "two", max_tokens=16, show_progress=False)
+    inner = getattr(second, "inner", None)
+    assert isinstance(inner, OpenAIModel) and inner.client.requests_sent == 0
+    assert {i: r.response for i, r in again.items()} == {i: r.response for i, r in answers.items()}
