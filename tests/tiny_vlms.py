@@ -78,7 +78,7 @@ def build_tokenizer(special_tokens: list[str], *, bos: str, eos: str, pad: str, 
 
 
 def build_tiny_llava(directory: Path, *, seed: int = 0, layers: int = 3) -> Path:
-    """A LLaVA-1.5-style model (CLIP vision tower 28 px, 4 image tokens; Llama decoder) saved to ``directory``."""
+    """A LLaVA-1.5-style model (28 px CLIP tower, 4 image tokens, Llama decoder) saved to ``directory``."""
     import torch
     from transformers import (
         CLIPVisionConfig,
@@ -88,7 +88,9 @@ def build_tiny_llava(directory: Path, *, seed: int = 0, layers: int = 3) -> Path
     )
     from transformers.models.llava.image_processing_pil_llava import LlavaImageProcessorPil
 
-    tokenizer = build_tokenizer(["<unk>", "<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>")
+    tokenizer = build_tokenizer(
+        ["<unk>", "<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>"
+    )
     image_size, patch = 28, 14
     image_processor = LlavaImageProcessorPil(
         size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}
@@ -127,7 +129,7 @@ def build_tiny_llava(directory: Path, *, seed: int = 0, layers: int = 3) -> Path
 
 
 def build_tiny_llava_next(directory: Path, *, seed: int = 0, layers: int = 3) -> Path:
-    """A LLaVA-NeXT-style model (any-resolution tiles of a 28 px CLIP tower, image_sizes) saved to ``directory``."""
+    """A LLaVA-NeXT-style model (any-resolution tiles of a 28 px CLIP tower) saved to ``directory``."""
     import torch
     from transformers import (
         CLIPVisionConfig,
@@ -137,7 +139,9 @@ def build_tiny_llava_next(directory: Path, *, seed: int = 0, layers: int = 3) ->
     )
     from transformers.models.llava_next.image_processing_pil_llava_next import LlavaNextImageProcessorPil
 
-    tokenizer = build_tokenizer(["<unk>", "<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>")
+    tokenizer = build_tokenizer(
+        ["<unk>", "<s>", "</s>", "<pad>", "<image>"], bos="<s>", eos="</s>", pad="<pad>"
+    )
     image_size, patch = 28, 14
     pinpoints = [[28, 28], [28, 56], [56, 28]]
     image_processor = LlavaNextImageProcessorPil(
