@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from halluscope.llm import LLMBadRequestError
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.images import ImageError, decode_data_url, image_data_url, resize_to_max_side
 from halluscope.models.openai import OpenAIModel, option_probabilities
 from halluscope.models.spec import create_model
 from halluscope.runs.cache import Cache
 from tests.paths import TRI_HE_IMAGES
-from tests.scripted_server import Reply, ScriptedServer, completion
+from tests.scripted_server import Reply, ScriptedServer, completion, error
 
 IMAGE = TRI_HE_IMAGES / "2374892.jpg"
 
@@ -155,3 +156,20 @@ async def test_api_key_from_named_env_is_sent_but_not_in_identity(monkeypatch: p
         headers = server.chat_requests()[0].headers
     assert headers.get("Authorization") == "Bearer sk-secret-1"
     assert "sk-secret-1" not in str(model.identity())
+
+
+async def test_server_refusing_logprobs_still_answers_option_questions() -> None:
+    def responder(body: Any) -> Reply:
+        if body.get("logprobs"):
+            return error(400, "logprobs are not supported")
+        return completion("Yes.")
+
+    with ScriptedServer(responder=responder) as server:
+        model = create_model(f"openai/vlm?base_url={server.base_url}", cache=Cache(None))
+        first = await model.generate(_request(answer_options=["yes", "no"]))
+        second = await model.generate(_request("Again?", answer_options=["yes", "no"]))
+        with pytest.raises(LLMBadRequestError):  # asked for explicitly: the refusal is the user's to see
+            await model.generate(_request("Explicit?", top_logprobs=2))
+        sent = [bool(r.body.get("logprobs")) for r in server.chat_requests()]
+    assert (first.text, first.option_probs, second.text) == ("Yes.", None, "Yes.")
+    assert sent == [True, False, False, True]  # learnt after the first refusal

@@ -14,7 +14,7 @@ import math
 import os
 from typing import Any, ClassVar
 
-from halluscope.llm import ChatClient, ChatResult
+from halluscope.llm import ChatClient, ChatResult, LLMBadRequestError
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model, TokenStep
 from halluscope.models.images import DEFAULT_MAX_SIDE, image_data_url
 from halluscope.runs.cache import Cache
@@ -46,6 +46,8 @@ class OpenAIModel(Model):
         self.image_format = image_format
         self.text_only = text_only
         self.system_prompt = system_prompt
+        #: Set when the server refused log-probabilities asked for only to read answer options.
+        self._no_logprobs = False
 
     @classmethod
     def from_spec(
@@ -131,16 +133,29 @@ class OpenAIModel(Model):
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         messages = self.to_messages(request)
         top = request.top_logprobs
-        if request.answer_options and top is None:
+        implicit = request.answer_options is not None and top is None and not self._no_logprobs
+        if implicit:
             top = 5  # option probabilities need the alternatives at the answering step
-        result = await self.client.chat(
+        try:
+            result = await self._chat(request, messages, top)
+        except LLMBadRequestError:
+            if not implicit:
+                raise
+            # Some servers refuse log-probabilities; the answer matters more than its option probabilities.
+            self._no_logprobs = True
+            result = await self._chat(request, messages, None)
+        return self._to_result(request, result)
+
+    async def _chat(
+        self, request: GenerateRequest, messages: list[dict[str, Any]], top: int | None
+    ) -> ChatResult:
+        return await self.client.chat(
             messages,
             temperature=request.temperature,
             max_tokens=request.max_tokens,
             seed=request.seed,
             top_logprobs=top,
         )
-        return self._to_result(request, result)
 
     def _to_result(self, request: GenerateRequest, result: ChatResult) -> GenerateResult:
         steps = (
