@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import random
 import re
 from collections import Counter
@@ -26,9 +25,8 @@ from halluscope.report.html import ReportError, claim_category, locate_claim, wr
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import parse_triplet_string
 from halluscope.types import Claim, Response, Sample, SampleRecord
+from tests.paths import SHARED
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("HALLUSCOPE_SHARED", REPO_ROOT.parent / "shared"))
 TRI_HE = SHARED / "data" / "tri-he"
 FIXTURE_BENCHMARK = "fixture-tri-he"
 
@@ -37,7 +35,7 @@ FALSE_RELATIONS = ["jumping over", "hiding behind", "floating above", "eating"]
 INJECTION = '<img src=x onerror="window.__pwned=1"></script><script>window.__pwned=2</script>'
 
 
-def _claims_of(strings: Sequence[str]) -> list[Claim]:
+def claims_of(strings: Sequence[str]) -> list[Claim]:
     claims: list[Claim] = []
     for text in strings:
         claims.extend(parse_triplet_string(text))
@@ -87,7 +85,7 @@ class FixtureTriHE(Benchmark):
 
     def scene(self, sample: Sample) -> SceneGraph | None:
         entry = self.raw[sample.image_id or ""]
-        return SceneGraph.from_triplets(_claims_of(entry["triplets"]), entry["all_object"], sample.image_id)
+        return SceneGraph.from_triplets(claims_of(entry["triplets"]), entry["all_object"], sample.image_id)
 
     async def score_many(
         self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
@@ -111,7 +109,7 @@ def synthetic_record(item: dict[str, Any], rng: random.Random, rates: dict[str, 
     """A response stating each reference triplet of the question, some falsified, and its judged claims."""
     sentences = ["Looking at the picture, this is what I can tell."]
     claims = []
-    for truth in _claims_of(item["triplets"]):
+    for truth in claims_of(item["triplets"]):
         roll = rng.random()
         subject, relation, obj = truth.subject.lower(), truth.relation, truth.object
         verdict, error, evidence = "supported", None, [f"({truth.subject}, {truth.relation}, {truth.object})"]
@@ -312,7 +310,7 @@ def test_scene_graph_of_each_sample_comes_from_its_benchmark(tmp_path: Path, fix
     for sample in data["samples"]:
         scene = data["scenes"][sample["sg"]]
         entry = raw[sample["iid"]]
-        expected = [f"({c.subject}, {c.relation}, {c.object})" for c in _claims_of(entry["triplets"])]
+        expected = [f"({c.subject}, {c.relation}, {c.object})" for c in claims_of(entry["triplets"])]
         assert scene["facts"] == list(dict.fromkeys(expected))
         assert set(scene["objects"]) >= {o for o in entry["all_object"] if o.strip()}
 

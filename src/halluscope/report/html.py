@@ -607,7 +607,7 @@ def _summary_html(runs: Sequence[_Run]) -> str:
             if verdicts[c] or c in ("supported", "object", "relation", "unjudged")
         )
         cells = [
-            f'<td><span class="swatch" style="background:{run.color}"></span>'
+            f'<td class="run-col"><span class="swatch" style="background:{run.color}"></span>'
             f'<a href="#/samples?run={index}">{_e(run.label)}</a>'
             f'<div class="dir" title="{_e(run.directory)}">{_e(run.directory.name)}</div></td>',
             f"<td>{_e(run.model)}</td>",
@@ -767,7 +767,7 @@ def _radar_svg(runs: Sequence[_Run]) -> str:
     if not plotted:
         return _bars_svg(runs, axes)
     top = _nice_max(max(r.metric_values()[k] or 0.0 for r in plotted for k in axes))
-    size, cx, cy, radius = 460, 230, 215, 150
+    width, height, cx, cy, radius = 560, 400, 280, 200, 150
     n = len(axes)
 
     def point(i: int, fraction: float) -> tuple[float, float]:
@@ -775,7 +775,7 @@ def _radar_svg(runs: Sequence[_Run]) -> str:
         return cx + radius * fraction * math.cos(angle), cy + radius * fraction * math.sin(angle)
 
     parts = [
-        f'<svg id="radar" class="plot" viewBox="0 0 {size} {size - 10}" width="{size}" role="img" '
+        f'<svg id="radar" class="plot" viewBox="0 0 {width} {height}" width="{width}" role="img" '
         f'aria-label="Hallucination rates per model (lower is better)" xmlns="http://www.w3.org/2000/svg">'
     ]
     for ring in (0.25, 0.5, 0.75, 1.0):
