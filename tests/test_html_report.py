@@ -182,6 +182,7 @@ def write_run(
     benchmark: str = FIXTURE_BENCHMARK,
     extra_metrics: dict[str, float] | None = None,
     mutate: dict[str, dict[str, Any]] | None = None,
+    spec: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Writes a run directory the way the runner does; returns its records."""
     rng = random.Random(seed)
@@ -189,7 +190,7 @@ def write_run(
     for record in records:
         record.update((mutate or {}).get(record["id"], {}))
     directory.mkdir(parents=True, exist_ok=True)
-    spec = {
+    spec = spec or {
         "benchmark": benchmark,
         "data": str(TRI_HE),
         "model": model,
@@ -335,6 +336,43 @@ def test_a_run_copied_elsewhere_renders_without_benchmark_data(tmp_path: Path) -
     assert "benchmark-not-installed-here" in page and "could not be opened here" in page
     # the image path recorded in the sample is still used; the others fall back to the spec's data folder
     assert data["samples"][0]["img"] is not None
+
+
+def test_a_run_as_the_runner_writes_it_gets_tri_he_scenes_and_images(tmp_path: Path) -> None:
+    """The spec in the runner's own format (``build_spec``), read back by the real Tri-HE benchmark."""
+    from halluscope.benchmarks.tri_he import TriHE
+    from halluscope.runs.cache import Cache
+    from halluscope.runs.runner import build_spec
+
+    spec = build_spec(
+        TriHE(data=TRI_HE / "tri-he.json"),
+        ScoringContext(cache=Cache(None)),
+        {"model": {"provider": "replay", "path": "answers.jsonl"}},
+    )
+    spec["judge"] = {"judge": "similarity", "model": "all-MiniLM-L6-v2"}
+    items = tri_he_items(limit=6)
+    write_run(tmp_path / "run", model="unused", items=items, seed=13, rates=RATES_A, spec=spec)
+    page = write_html_report([tmp_path / "run"], tmp_path / "r.html").read_text()
+    data = embedded_data(page)
+    assert data["runs"][0]["label"] == "replay"
+    assert data["runs"][0]["judge"] == "similarity (all-MiniLM-L6-v2)"
+    assert data["runs"][0]["benchmark"] == "tri-he"
+    raw = json.loads((TRI_HE / "tri-he.json").read_text())
+    for sample in data["samples"]:
+        assert sample["img"] in data["images"]
+        assert sample["ref"] == raw[sample["iid"]]["instance"][int(sample["id"].rsplit("-", 1)[1])]["answer"]
+        assert data["scenes"][sample["sg"]]["objects"]
+
+
+def test_a_spec_whose_data_is_gone_is_not_fetched_again(tmp_path: Path) -> None:
+    spec = {
+        "benchmark": {"benchmark": "tri-he", "data": str(tmp_path / "elsewhere" / "tri-he.json")},
+        "model": "m",
+    }
+    write_run(tmp_path / "run", model="m", items=tri_he_items(limit=2), seed=14, rates=RATES_A, spec=spec)
+    page = write_html_report([tmp_path / "run"], tmp_path / "r.html").read_text()
+    assert "benchmark data not found at" in page
+    assert embedded_data(page)["scenes"] == {}
 
 
 def test_untrusted_text_cannot_inject_markup(tmp_path: Path, fixture_benchmark: str) -> None:

@@ -406,20 +406,22 @@ def _open_benchmark(run: _Run) -> _BenchmarkView:
     # The runner stores ``benchmark.spec()``: the name plus the options that recreate it (data, images, ...).
     options = {k: v for k, v in nested.items() if k not in ("benchmark", "name") and v is not None}
     data = options.get("data") or spec.get("data")
-    if data:
-        data_path = Path(str(data))
-        if not data_path.exists() and (run.directory / data_path).exists():
-            data_path = run.directory / data_path
-        options["data"] = data_path
+    if not data:
+        return _BenchmarkView(note=f"the spec gives no data path for {name!r}: no scene graphs")
+    data_path = Path(str(data))
+    if not data_path.exists() and (run.directory / data_path).exists():
+        data_path = run.directory / data_path
+    if not data_path.exists():
+        # Never let a benchmark look elsewhere (some download their data): a report works offline.
+        return _BenchmarkView(note=f"benchmark data not found at {data_path}: no scene graphs")
+    options["data"] = data_path
     try:
         from halluscope.benchmarks import BENCHMARKS
 
         try:
             benchmark = BENCHMARKS.create(str(name), **options)
         except (TypeError, ValueError):  # options this factory does not take: the data path alone
-            benchmark = BENCHMARKS.create(
-                str(name), **({"data": options["data"]} if "data" in options else {})
-            )
+            benchmark = BENCHMARKS.create(str(name), data=data_path)
         wanted = {str(r["id"]) for r in run.records}
         samples = {s.id: s for s in benchmark.samples() if s.id in wanted}
     except Exception as exc:  # any failure: the report renders without what the benchmark would add
@@ -559,13 +561,21 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _fmt(value: float | None) -> str:
-    """Metric values: two decimals below 10 (scores in 0–1), one above (percentages), as the papers print."""
+def _fmt(value: float | None, scale: float | None = None) -> str:
+    """Two decimals for scores in 0–1, one for percentages (as the papers print them).
+
+    ``scale`` is the largest value of the column, so a column of percentages reads 9.2 and 10.8 alike.
+    """
     if value is None:
         return "—"
+    top = abs(value) if scale is None else scale
     if abs(value) >= 1000:
         return f"{value:,.0f}"
-    return f"{value:.2f}" if abs(value) < 10 else f"{value:.1f}"
+    return f"{value:.2f}" if top <= 1 else f"{value:.1f}"
+
+
+def _column_scale(values: Iterable[float | None]) -> float:
+    return max((abs(v) for v in values if v is not None), default=0.0)
 
 
 def _tick(value: float) -> str:
@@ -589,12 +599,15 @@ def _summary_html(runs: Sequence[_Run]) -> str:
         for key in run.metrics.get("counts") or {}:
             if key not in count_keys:
                 count_keys.append(str(key))
-    head = ["run", "model", "benchmark", "extractor", "judge", "samples"]
+    # The first column is the run's label: its model, plus the judge or folder where models repeat.
+    head = ["model (run folder)", "benchmark", "extractor", "judge", "samples"]
     head_html = "".join(f"<th>{_e(h)}</th>" for h in head)
     head_html += "".join(
-        f'<th class="num metric" title="{_e(k)}">{_e(_PRETTY_METRICS.get(k, k))}</th>' for k in metric_keys
+        f'<th class="num metric" title="{_e(k)}">{_e(_PRETTY_METRICS.get(k, k)).replace(" ", "<br>")}</th>'
+        for k in metric_keys
     )
     head_html += '<th class="claims-col">claims by verdict</th><th class="counts-col">counts</th>'
+    scales = {k: _column_scale(r.metric_values().get(k) for r in runs) for k in metric_keys}
     rows = []
     for index, run in enumerate(runs):
         values = run.metric_values()
@@ -610,13 +623,14 @@ def _summary_html(runs: Sequence[_Run]) -> str:
             f'<td class="run-col"><span class="swatch" style="background:{run.color}"></span>'
             f'<a href="#/samples?run={index}">{_e(run.label)}</a>'
             f'<div class="dir" title="{_e(run.directory)}">{_e(run.directory.name)}</div></td>',
-            f"<td>{_e(run.model)}</td>",
             f"<td>{_e(run.benchmark)}</td>",
             f"<td>{_e(run.extractor)}</td>",
             f"<td>{_e(run.judge)}</td>",
             f'<td class="num" data-key="samples">{len(run.records)}</td>',
         ]
-        cells += [f'<td class="num" data-key="{_e(k)}">{_fmt(values.get(k))}</td>' for k in metric_keys]
+        cells += [
+            f'<td class="num" data-key="{_e(k)}">{_fmt(values.get(k), scales[k])}</td>' for k in metric_keys
+        ]
         cells.append(f'<td class="claims-col">{chips}</td>')
         count_items = "".join(
             f'<div class="count" data-key="count:{_e(k)}">{_e(k)} <b>{_e(counts[k])}</b></div>'
