@@ -7,9 +7,11 @@ BENCHMARKS: Registry[Benchmark] = Registry(
     "benchmark",
     {
         "tri-he": "halluscope.benchmarks.tri_he:TriHE.from_options",
+        "synthetic": "halluscope.benchmarks.synthetic:SyntheticBenchmark.from_options",
     },
     {
         "tri-he": "Tri-HE: open questions; triplet-level object and relation hallucination (Hallu-Q, Hallu-I)",
+        "synthetic": "rendered scenes with exact scene graphs (build synthetic); Tri-HE scoring",
     },
 )
 
