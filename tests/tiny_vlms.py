@@ -116,7 +116,7 @@ def build_tiny_llava(directory: Path, *, seed: int = 0, layers: int = 3) -> Path
     config = LlavaConfig(
         vision_config=vision_config,
         text_config=text_config,
-        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
         vision_feature_select_strategy="default",
         vision_feature_layer=-2,
         image_seq_length=(image_size // patch) ** 2,
@@ -168,7 +168,7 @@ def build_tiny_llava_next(directory: Path, *, seed: int = 0, layers: int = 3) ->
             projection_dim=32,
         ),
         text_config=_llama_text_config(tokenizer, layers),
-        image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
         vision_feature_select_strategy="default",
         vision_feature_layer=-2,
         image_grid_pinpoints=pinpoints,
@@ -275,7 +275,7 @@ def qwen2vl_image_processor(directory: Path) -> Any:
     from transformers import AutoTokenizer, Qwen2VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):  # type: ignore[misc]
+    class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
         def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
             if argument_name == "video_processor" and argument is None:
                 return None

@@ -326,6 +326,8 @@ class _DTCHook:
                         "step": self.step,
                         "plain_token": decode([plain[row]]),
                         "calibrated_token": decode([chosen[row]]),
+                        "plain_token_id": plain[row],
+                        "calibrated_token_id": chosen[row],
                     }
         self.step += 1
         self.captured = None
