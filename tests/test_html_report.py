@@ -480,3 +480,41 @@ def test_the_file_makes_no_external_requests(tmp_path: Path, fixture_benchmark: 
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
     assert "@import" not in page and "url(" not in page
     assert "default-src 'none'" in page  # and the browser is told to refuse any request anyway
+
+
+def test_answer_benchmarks_show_prediction_and_correctness_and_rate_bars(tmp_path: Path) -> None:
+    """Reefknot-style runs: no claims, a parsed prediction and whether it was right; two rates, so bars."""
+    run = tmp_path / "reefknot"
+    run.mkdir()
+    (run / "spec.json").write_text(json.dumps({"benchmark": {"benchmark": "reefknot"}, "model": "m"}))
+    records = [
+        {
+            "id": "yesno-0",
+            "prompt": "Is the man riding the horse?",
+            "response": "Yes.",
+            "claims": [],
+            "prediction": "yes",
+            "correct": True,
+            "metadata": {"task": "yesno"},
+        },
+        {
+            "id": "mcq-0",
+            "prompt": "What is the man doing? A) ...",
+            "response": "C",
+            "claims": [],
+            "metadata": {"task": "mcq", "prediction": "C", "correct": False},
+        },
+    ]
+    (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    metrics = {
+        "benchmark": "reefknot",
+        "metrics": {"yesno_hallu_rate": 12.5, "mcq_hallu_rate": 30.0},
+        "counts": {},
+    }
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    page = write_html_report([run], tmp_path / "r.html").read_text()
+    samples = embedded_data(page)["samples"]
+    assert [(s["pred"], s["ok"]) for s in samples] == [("yes", True), ("C", False)]
+    assert '<svg id="radar"' not in page
+    bars = re.search(r'<svg id="rates".*?</svg>', page, re.S)
+    assert bars and bars.group(0).count("<rect") == 2 and "30.0" in bars.group(0)

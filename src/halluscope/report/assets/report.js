@@ -355,7 +355,10 @@
     document.getElementById("overview").hidden = false;
     var r = /^#\/samples\?run=(\d+)/.exec(hash);
     if (r && RUNS[Number(r[1])] && state.run !== r[1]) { state.run = r[1]; state.page = 0; buildControls(); refresh(); }
+    var anchor = /^#([a-z-]+)$/.exec(hash);
     if (hash.indexOf("#/samples") === 0) document.getElementById("samples").scrollIntoView();
+    else if (anchor && document.getElementById(anchor[1])) document.getElementById(anchor[1]).scrollIntoView();
+    else if (hash === "#/") window.scrollTo(0, 0);
   }
 
   document.addEventListener("keydown", function (event) {
