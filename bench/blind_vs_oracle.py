@@ -50,7 +50,33 @@ def endpoint(base_url: str | None, model: str | None) -> Iterator[tuple[str, str
         yield server.base_url, server.model
 
 
-async def run(args: argparse.Namespace, base_url: str, model_name: str) -> list[dict[str, Any]]:
+async def collect(args: argparse.Namespace, base_url: str, model_name: str) -> dict[str, dict[str, Any]]:
+    """Phase 1: both baselines answer (resumable and cached; nothing is asked twice)."""
+    bench = BENCHMARKS.create("tri-he", data=args.data, limit=args.questions)
+    cache = Cache(args.cache or args.out / "cache.sqlite")
+    collected: dict[str, dict[str, Any]] = {}
+    for baseline in BASELINES:
+        model = create_model(f"{baseline}/openai/{model_name}?base_url={base_url}", cache=cache)
+        start = time.perf_counter()
+        answers = await collect_responses(
+            bench,
+            model,
+            args.out / baseline,
+            concurrency=args.concurrency,
+            max_tokens=args.max_tokens,
+            show_progress=False,
+        )
+        collected[baseline] = {
+            "answers": answers,
+            "identity": model.identity(),
+            "answer_s": round(time.perf_counter() - start, 1),
+        }
+        await model.aclose()
+    return collected
+
+
+async def judge(args: argparse.Namespace, collected: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Phase 2: the offline pipeline scores each baseline's answers into its run directory."""
     bench = BENCHMARKS.create("tri-he", data=args.data, limit=args.questions)
     cache = Cache(args.cache or args.out / "cache.sqlite")
     ctx = ScoringContext(
@@ -59,18 +85,12 @@ async def run(args: argparse.Namespace, base_url: str, model_name: str) -> list[
         judge=JUDGES.create(args.judge, cache=cache),
     )
     rows = []
-    for baseline in BASELINES:
-        model = create_model(f"{baseline}/openai/{model_name}?base_url={base_url}", cache=cache)
-        out = args.out / baseline
+    for baseline, got in collected.items():
+        answers = got["answers"]
         start = time.perf_counter()
-        answers = await collect_responses(
-            bench, model, out, concurrency=args.concurrency, max_tokens=args.max_tokens, show_progress=False
+        report = await run_benchmark_async(
+            bench, answers, ctx, args.out / baseline, spec_extra={"model": got["identity"]}
         )
-        answered_s = time.perf_counter() - start
-        await model.aclose()
-        start = time.perf_counter()
-        report = await run_benchmark_async(bench, answers, ctx, out, spec_extra={"model": model.identity()})
-        judged_s = time.perf_counter() - start
         words = [len(r.response.split()) for r in answers.values()]
         rows.append(
             {
@@ -80,8 +100,8 @@ async def run(args: argparse.Namespace, base_url: str, model_name: str) -> list[
                 "answered": len(answers),
                 "mean_words": sum(words) / max(1, len(words)),
                 "cached_answers": sum(1 for r in answers.values() if r.metadata.get("cached")),
-                "answer_s": round(answered_s, 1),
-                "judge_s": round(judged_s, 1),
+                "answer_s": got["answer_s"],
+                "judge_s": round(time.perf_counter() - start, 1),
             }
         )
     return rows
@@ -94,21 +114,28 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=SHARED / "data" / "tri-he" / "tri-he.json")
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--concurrency", type=int, default=2)
+    # llama.cpp serves one request at a time and reuses the previous prompt's prefix (the scene text of the
+    # same image), so one request in flight is fastest there.
+    parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--base-url", default=None, help="an OpenAI-compatible endpoint instead of llama.cpp")
     parser.add_argument("--model", default=None, help="model name at --base-url")
     parser.add_argument("--extractor", default="rules")
     parser.add_argument("--judge", default="similarity")
     parser.add_argument("--out", type=Path, default=None, help="keep answers and runs here (default: temp)")
     parser.add_argument("--cache", type=Path, default=None)
+    parser.add_argument("--answer-only", action="store_true", help="collect the answers, do not judge them")
     args = parser.parse_args()
 
     with contextlib.ExitStack() as stack:
         if args.out is None:
             args.out = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         args.out.mkdir(parents=True, exist_ok=True)
-        base_url, model_name = stack.enter_context(endpoint(args.base_url, args.model))
-        rows = asyncio.run(run(args, base_url, model_name))
+        with endpoint(args.base_url, args.model) as (base_url, model_name):
+            collected = asyncio.run(collect(args, base_url, model_name))
+        if args.answer_only:
+            print(f"answers collected under {args.out}")
+            return
+        rows = asyncio.run(judge(args, collected))
         (args.out / "summary.json").write_text(json.dumps(rows, indent=2))
 
     print(
