@@ -37,7 +37,7 @@ the final layer's own argmax, decoding is exactly plain greedy; from that step o
 :func:`summarize` counts calibrated and changed answers over results or saved records.
 
 The decoding math is in plain functions over tensors (:func:`option_entropy`, :func:`relative_top_mask`,
-:func:`contrast_logits`, :func:`calibrate_step`), so it can be checked on crafted logits.
+:func:`contrast_logits`, :func:`detect`, :func:`calibrate`), so it can be checked on crafted logits.
 """
 
 from __future__ import annotations
@@ -155,27 +155,34 @@ def contrast_logits(
 
 
 @dataclass
-class StepOutcome:
-    """What one DTC step decided for each row of a batch."""
+class Detection:
+    """What the detect half of one DTC step found for each row of a batch."""
 
-    scores: torch.Tensor
+    #: Entropy in bits of each row's renormalised option probabilities (NaN: the row has no options).
     entropy: torch.Tensor
+    #: Rows to calibrate.
     calibrated: torch.Tensor
+    #: Each row's option probabilities under the final layer (None: no options).
     option_probs: list[list[float] | None] = field(default_factory=list)
 
 
-def calibrate_step(
+@dataclass
+class StepOutcome(Detection):
+    """One whole DTC step: the detection and the next-token scores decoding continues from."""
+
+    scores: torch.Tensor | None = None
+
+
+def detect(
     final_logits: torch.Tensor,
-    intermediate_logits: torch.Tensor,
     option_ids: Sequence[Sequence[Sequence[int]] | None],
     config: DTCConfig,
     eligible: torch.Tensor | None = None,
-) -> StepOutcome:
-    """One greedy step of DTC over a batch ``[B, V]``.
+) -> Detection:
+    """Which rows of a batch ``[B, V]`` are unsure of their answer: option entropy >= threshold.
 
     ``option_ids[b]`` holds, per option, the token ids of row b's options (None: the row has no options and is
     never calibrated); ``eligible`` (bool ``[B]``) can exclude rows, e.g. finished ones or later steps.
-    Calibrated rows get :func:`contrast_logits`; the others keep ``final_logits`` unchanged.
     """
     import torch
 
@@ -190,16 +197,38 @@ def calibrate_step(
     calibrated = needs_calibration(entropy, config.threshold)
     if eligible is not None:
         calibrated &= eligible.to(calibrated.device)
-    scores = final_logits
-    if bool(calibrated.any()):
-        contrasted = contrast_logits(
-            final_logits,
-            intermediate_logits.to(final_logits.device),
-            alpha=config.alpha,
-            relative_top=config.relative_top,
-        )
-        scores = torch.where(calibrated.to(final_logits.device)[:, None], contrasted, final_logits.float())
-    return StepOutcome(scores=scores, entropy=entropy, calibrated=calibrated, option_probs=probs)
+    return Detection(entropy=entropy, calibrated=calibrated, option_probs=probs)
+
+
+def calibrate(
+    final_logits: torch.Tensor, intermediate_logits: torch.Tensor, rows: torch.Tensor, config: DTCConfig
+) -> torch.Tensor:
+    """Next-token scores: :func:`contrast_logits` for the ``rows`` (bool ``[B]``) to calibrate, the final
+    logits unchanged for the others."""
+    import torch
+
+    if not bool(rows.any()):
+        return final_logits
+    contrasted = contrast_logits(
+        final_logits,
+        intermediate_logits.to(final_logits.device),
+        alpha=config.alpha,
+        relative_top=config.relative_top,
+    )
+    return torch.where(rows.to(final_logits.device)[:, None], contrasted, final_logits.float())
+
+
+def calibrate_step(
+    final_logits: torch.Tensor,
+    intermediate_logits: torch.Tensor,
+    option_ids: Sequence[Sequence[Sequence[int]] | None],
+    config: DTCConfig,
+    eligible: torch.Tensor | None = None,
+) -> StepOutcome:
+    """One greedy step of DTC over a batch ``[B, V]``: :func:`detect`, then :func:`calibrate`."""
+    found = detect(final_logits, option_ids, config, eligible)
+    scores = calibrate(final_logits, intermediate_logits, found.calibrated, config)
+    return StepOutcome(found.entropy, found.calibrated, found.option_probs, scores)
 
 
 def resolve_layer(layer: int, num_layers: int) -> int:
@@ -301,25 +330,31 @@ class _DTCHook:
             [not t.done and (self.config.steps == "all" or self.step == 0) for t in self.traces],
             dtype=torch.bool,
         )
-        intermediate = self.model.logit_lens(self.captured, apply_norm=self.config.final_norm)
-        outcome = calibrate_step(scores, intermediate, self.option_ids, self.config, eligible)
+        found = detect(scores, self.option_ids, self.config, eligible)
+        intermediate = None
+        if self.step == 0 or bool(found.calibrated.any()):  # the extra LM-head pass only when needed
+            intermediate = self.model.logit_lens(self.captured, apply_norm=self.config.final_norm)
+        calibrated_scores = (
+            calibrate(scores, intermediate, found.calibrated, self.config)
+            if intermediate is not None
+            else scores
+        )
         plain = scores.argmax(dim=-1).tolist()
-        chosen = outcome.scores.argmax(dim=-1).tolist()
+        chosen = calibrated_scores.argmax(dim=-1).tolist()
         for row, trace in enumerate(self.traces):
             if trace.done:
                 continue
+            ids = self.option_ids[row]
             if self.step == 0:
-                entropy = float(outcome.entropy[row])
+                entropy = float(found.entropy[row])
                 trace.first_entropy = None if math.isnan(entropy) else entropy
-                trace.first_option_probs = outcome.option_probs[row]
-                ids = self.option_ids[row]
-                if ids:
+                trace.first_option_probs = found.option_probs[row]
+                if ids and intermediate is not None:
                     trace.intermediate_option_probs = option_probabilities(intermediate[row], ids).tolist()
-            if bool(outcome.calibrated[row]):
+            if bool(found.calibrated[row]):
                 trace.steps_calibrated.append(self.step)
-                ids = self.option_ids[row]
                 if self.step == 0 and ids:
-                    trace.calibrated_option_probs = option_probabilities(outcome.scores[row], ids).tolist()
+                    trace.calibrated_option_probs = option_probabilities(calibrated_scores[row], ids).tolist()
                 if trace.change is None and chosen[row] != plain[row]:
                     decode = self.model.tokenizer.decode
                     trace.change = {
@@ -331,7 +366,7 @@ class _DTCHook:
                     }
         self.step += 1
         self.captured = None
-        return outcome.scores
+        return calibrated_scores
 
     def item_metadata(self, row: int) -> dict[str, Any]:
         trace = self.traces[row]
@@ -445,9 +480,12 @@ __all__ = [
     "DTCConfig",
     "DTCModel",
     "DTCSummary",
+    "Detection",
     "StepOutcome",
+    "calibrate",
     "calibrate_step",
     "contrast_logits",
+    "detect",
     "needs_calibration",
     "option_entropy",
     "relative_top_mask",

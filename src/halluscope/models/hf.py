@@ -212,6 +212,7 @@ class HFModel(Model):
         self._lock = threading.Lock()  # one forward pass at a time, whoever asks
         self._batcher = Batcher(self._run_isolated, batch_size, batch_key)
         self._option_ids: dict[tuple[str, ...], dict[str, list[int]]] = {}
+        self._stack: tuple[Sequence[Any], Any | None, Any] | None = None
         self._prepare_tokenizer()
 
     # -- construction ------------------------------------------------------------------------------------
@@ -313,28 +314,9 @@ class HFModel(Model):
 
     def text_stack(self) -> tuple[Sequence[Any], Any | None, Any]:
         """The language model's decoder layers, its final norm (None if it has none) and the LM head."""
-        head = self.model.get_output_embeddings()
-        decoder = None
-        for path in ("get_decoder", "language_model"):
-            candidate = getattr(self.model, path, None)
-            candidate = candidate() if callable(candidate) and path == "get_decoder" else candidate
-            if candidate is not None:
-                decoder = (
-                    getattr(candidate, "model", candidate) if not hasattr(candidate, "layers") else candidate
-                )
-                if hasattr(decoder, "layers"):
-                    break
-        if decoder is None or not hasattr(decoder, "layers") or head is None:
-            raise HFModelError(f"cannot find the decoder layers and LM head of hf/{self.name}")
-        norm = next(
-            (
-                getattr(decoder, n)
-                for n in ("norm", "final_layernorm", "ln_f")
-                if getattr(decoder, n, None) is not None
-            ),
-            None,
-        )
-        return decoder.layers, norm, head
+        if self._stack is None:
+            self._stack = _find_text_stack(self.model, self.name)
+        return self._stack
 
     def logit_lens(self, hidden: torch.Tensor, *, apply_norm: bool = True) -> torch.Tensor:
         """Next-token logits a hidden state (``[..., H]``) gives through the LM head, after the final norm
@@ -380,11 +362,12 @@ class HFModel(Model):
                     "max_new_tokens": first.max_tokens,
                     "do_sample": sampling,
                     "return_dict_in_generate": True,
-                    "output_logits": True,
+                    # raw logits of every step: for option probabilities and log-probs only
+                    "output_logits": any(r.answer_options or r.top_logprobs is not None for r in requests),
                     "output_hidden_states": self.record_hidden_states,
                 }
-                if sampling:
-                    kwargs["temperature"] = first.temperature
+                if sampling:  # plain temperature sampling over the whole vocabulary
+                    kwargs.update(temperature=first.temperature, top_k=0, top_p=1.0)
                     if first.seed is not None:
                         torch.manual_seed(first.seed)
                         if torch.cuda.is_available():
@@ -457,7 +440,7 @@ class HFModel(Model):
 
         prompt_length = inputs["input_ids"].shape[1]
         generated = output.sequences[:, prompt_length:].cpu()
-        logits = torch.stack(output.logits, dim=1).float().cpu()  # [B, steps, V], the model's raw logits
+        logits = output.logits  # per step [B, V]: the model's raw logits (None unless asked for)
         stop_ids = _stop_ids(self.model.generation_config, self.tokenizer)
         results: list[GenerateResult] = []
         for row, item in enumerate(prepared):
@@ -475,11 +458,12 @@ class HFModel(Model):
             option_probs = None
             if request.answer_options:
                 ids = self.option_token_ids(request.answer_options)
-                values = option_probabilities(logits[row, 0], list(ids.values())).tolist()
+                values = option_probabilities(logits[0][row], list(ids.values())).tolist()
                 option_probs = dict(zip(ids, values, strict=True))
             steps = None
             if request.top_logprobs is not None:
-                steps = self._token_steps(logits[row, :length], tokens, request.top_logprobs)
+                row_logits = torch.stack([step[row] for step in logits[:length]])
+                steps = self._token_steps(row_logits, tokens, request.top_logprobs)
             if self.record_hidden_states and output.hidden_states:
                 metadata["layers"] = self._layer_summary(output.hidden_states[0], row, request)
             if hook is not None:
@@ -502,7 +486,7 @@ class HFModel(Model):
     def _token_steps(self, logits: torch.Tensor, tokens: Sequence[int], k: int) -> list[TokenStep]:
         import torch
 
-        logprobs = torch.log_softmax(logits, dim=-1)
+        logprobs = torch.log_softmax(logits.float(), dim=-1)
         k = max(0, min(k, logprobs.shape[-1]))
         steps: list[TokenStep] = []
         for step, token in enumerate(tokens):
@@ -662,6 +646,25 @@ def _as_logits_processor(hook: StepHook) -> Any:
             return hook(input_ids, scores)
 
     return _HookProcessor()
+
+
+def _find_text_stack(model: Any, name: str) -> tuple[Sequence[Any], Any | None, Any]:
+    """Decoder layers, final norm and LM head of a VLM's language model, whichever way it nests them."""
+    head = model.get_output_embeddings()
+    candidates = []
+    if hasattr(model, "get_decoder"):
+        candidates.append(model.get_decoder())
+    candidates.append(getattr(model, "language_model", None))
+    for candidate in candidates:
+        # older layouts nest a *ForCausalLM whose ``.model`` holds the layers
+        decoder = candidate if hasattr(candidate, "layers") else getattr(candidate, "model", None)
+        if decoder is not None and hasattr(decoder, "layers") and head is not None:
+            norm = next(
+                (getattr(decoder, n) for n in ("norm", "final_layernorm", "ln_f") if hasattr(decoder, n)),
+                None,
+            )
+            return decoder.layers, norm, head
+    raise HFModelError(f"cannot find the decoder layers and LM head of hf/{name}")
 
 
 def _stop_ids(generation_config: Any, tokenizer: Any) -> set[int]:
