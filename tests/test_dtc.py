@@ -19,14 +19,15 @@ from halluscope.mitigation.dtc import (
     DTCSummary,
     calibrate_step,
     contrast_logits,
+    dtc,
     needs_calibration,
     option_entropy,
     relative_top_mask,
     resolve_layer,
     summarize,
 )
-from halluscope.models import ChatTurn, GenerateRequest, GenerateResult
-from halluscope.models.hf import HFModel, HFModelError, option_probabilities
+from halluscope.models import ChatTurn, GenerateRequest, GenerateResult, Model
+from halluscope.models.hf import HFModel, option_probabilities
 from halluscope.runs.cache import Cache
 from halluscope.stages import Failure
 from tests import tiny_vlms
@@ -320,12 +321,28 @@ async def test_sampling_is_refused_and_cached_answers_still_count(
     assert not (await other.generate(request)).cached
 
 
-def test_from_spec_splits_dtc_and_hf_options(llava_path: Path) -> None:
-    spec = str(llava_path)
-    model = DTCModel.from_spec(spec, threshold=0.5, layer=1, batch_size=2, dtype="float32")
-    assert model.config.threshold == 0.5 and model.layer == 1 and model.inner.batch_size == 2
-    assert model.identity()["dtc"]["threshold"] == 0.5 and model.identity()["mitigation"] == "dtc"
-    with pytest.raises(HFModelError, match="unknown option"):
-        DTCModel.from_spec(spec, tresh=0.5)
+def test_the_mitigation_factory_configures_and_checks_its_model(llava_path: Path) -> None:
+    hf = HFModel.from_spec(str(llava_path), batch_size=2)
+    model = dtc(hf, threshold=0.5, layer=1, options="yes|no", final_norm=False)
+    assert model.config.threshold == 0.5 and model.layer == 1 and model.config.options == ["yes", "no"]
+    assert model.identity()["dtc"]["final_norm"] is False and model.identity()["mitigation"] == "dtc"
+    assert model.identity()["model"] == str(llava_path)
     with pytest.raises(ValueError, match=r"outside 0\.\.3"):
-        DTCModel.from_spec(spec, layer=4)
+        dtc(hf, layer=4)
+
+    class Scripted(Model):
+        provider = "scripted"
+
+        async def generate(self, request: GenerateRequest) -> GenerateResult:
+            return GenerateResult(text="yes")
+
+    with pytest.raises(TypeError, match="dtc needs an hf model"):
+        dtc(Scripted())
+
+
+async def test_default_options_apply_to_requests_without_any(hf: HFModel, images: dict[str, str]) -> None:
+    request = questions(images)[3]  # an open question: no options of its own
+    plain = await DTCModel(hf, DTCConfig(threshold=0.0)).generate(request)
+    assert plain.metadata["dtc"]["options"] == [] and not plain.metadata["dtc"]["calibrated"]
+    forced = await DTCModel(hf, DTCConfig(threshold=0.0, options=["yes", "no"])).generate(request)
+    assert forced.metadata["dtc"]["options"] == ["yes", "no"] and forced.metadata["dtc"]["calibrated"]

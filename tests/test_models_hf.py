@@ -60,10 +60,15 @@ def images(workdir: Path) -> dict[str, str]:
     }
 
 
+@pytest.fixture(scope="module")
+def built(workdir: Path) -> dict[str, Path]:
+    return {family: build(workdir / family) for family, build in BUILDERS.items()}
+
+
 @pytest.fixture(scope="module", params=list(BUILDERS))
-def tiny(request: pytest.FixtureRequest, workdir: Path) -> Tiny:
+def tiny(request: pytest.FixtureRequest, built: dict[str, Path]) -> Tiny:
     family: str = request.param
-    path = BUILDERS[family](workdir / family)
+    path = built[family]
     options = {"processor": tiny_vlms.qwen2vl_image_processor(path)} if family == "qwen2-vl" else {}
     return Tiny(family, path, options)
 
@@ -241,12 +246,26 @@ async def test_a_bad_image_fails_only_its_item(
 
 async def test_registry_creates_the_backend_and_rejects_unknown_options(tiny: Tiny) -> None:
     model = MODELS.create("hf", spec=str(tiny.path), batch_size=2, dtype="float32", **tiny.options)
-    assert isinstance(model, HFModel)
+    assert isinstance(model, HFModel) and model.batch_size == 2
     assert model.identity()["model"] == str(tiny.path) and model.identity()["dtype"] == "float32"
-    with pytest.raises(HFModelError, match=r"unknown option\(s\).*colour.*Accepted: cache"):
+    with pytest.raises(TypeError, match="colour"):
         MODELS.create("hf", spec=str(tiny.path), colour="red")
     with pytest.raises(HFModelError, match="unknown dtype 'float8'"):
         tiny.load(dtype="float8")
+    with pytest.raises(HFModelError, match="batch_size"):
+        tiny.load(batch_size=0)
+
+
+def test_a_model_spec_string_loads_the_backend(built: dict[str, Path]) -> None:
+    from halluscope.models.spec import ModelSpecError, create_model
+
+    cache = Cache(None)
+    model = create_model(f"hf/{built['llava']}?batch_size=2&dtype=float32", cache=cache)
+    assert isinstance(model, HFModel) and model.batch_size == 2 and model.cache is cache
+    with pytest.raises(ModelSpecError, match=r"colour.*it takes: batch_size"):
+        create_model(f"hf/{built['llava']}?colour=red")
+    with pytest.raises(HFModelError, match="cannot load the processor of hf/"):
+        create_model(f"hf/{built['llava'].parent / 'nothing-here'}")
 
 
 def test_answer_tokens_come_from_the_tokenizer(model: HFModel) -> None:

@@ -65,18 +65,6 @@ from halluscope.stages import Failure
 if TYPE_CHECKING:
     import torch
 
-#: Keyword options of :meth:`DTCModel.from_spec` that configure DTC; the rest go to ``HFModel.from_spec``.
-DTC_OPTIONS = (
-    "threshold",
-    "alpha",
-    "layer",
-    "relative_top",
-    "final_norm",
-    "normalize_entropy",
-    "steps",
-    "options",
-)
-
 
 class DTCConfig(BaseModel):
     """The knobs of Detect-then-Calibrate; the defaults are the paper's, except ``layer`` (see module doc)."""
@@ -167,10 +155,13 @@ class Detection:
 
 
 @dataclass
-class StepOutcome(Detection):
-    """One whole DTC step: the detection and the next-token scores decoding continues from."""
+class StepOutcome:
+    """One whole DTC step: what :func:`detect` found, and the next-token scores decoding continues from."""
 
-    scores: torch.Tensor | None = None
+    scores: torch.Tensor
+    entropy: torch.Tensor
+    calibrated: torch.Tensor
+    option_probs: list[list[float] | None]
 
 
 def detect(
@@ -228,7 +219,7 @@ def calibrate_step(
     """One greedy step of DTC over a batch ``[B, V]``: :func:`detect`, then :func:`calibrate`."""
     found = detect(final_logits, option_ids, config, eligible)
     scores = calibrate(final_logits, intermediate_logits, found.calibrated, config)
-    return StepOutcome(found.entropy, found.calibrated, found.option_probs, scores)
+    return StepOutcome(scores, found.entropy, found.calibrated, found.option_probs)
 
 
 def resolve_layer(layer: int, num_layers: int) -> int:
@@ -429,13 +420,6 @@ class DTCModel(Model):
         self._batcher = Batcher(self._run_isolated, inner.batch_size, batch_key)
         self._summary = DTCSummary()
 
-    @classmethod
-    def from_spec(cls, spec: str, **options: Any) -> DTCModel:
-        """``hf`` options (see ``halluscope.models.hf.OPTIONS``) plus DTC's (:class:`DTCConfig` fields)."""
-        dtc = {k: options.pop(k) for k in DTC_OPTIONS if k in options}
-        config = DTCConfig(**dtc)
-        return cls(HFModel.from_spec(spec, **options), config)
-
     def identity(self) -> dict[str, Any]:
         return {**self.inner.identity(), "mitigation": "dtc", "dtc": self.config.model_dump(mode="json")}
 
@@ -475,8 +459,45 @@ class DTCModel(Model):
         return run_isolated(self.generate_batch, requests)
 
 
+def dtc(
+    inner: Model,
+    *,
+    threshold: float = 0.9,
+    alpha: float = 0.1,
+    layer: int = -2,
+    relative_top: float = 0.1,
+    final_norm: bool = True,
+    normalize_entropy: bool = False,
+    steps: Literal["all", "first"] = "all",
+    options: str | list[str] | None = None,
+) -> DTCModel:
+    """The mitigation factory: wrap an ``hf`` model in Detect-then-Calibrate.
+
+    ``options`` (answers for requests that name none) may be a list or text separated by ``|``
+    (``"yes|no"``), as written in a model spec, e.g.
+    ``dtc[layer=38,final_norm=false,options=yes|no]:hf/llava-hf/llava-1.5-13b-hf``.
+    """
+    if isinstance(options, str):
+        options = [part.strip() for part in options.split("|") if part.strip()]
+    config = DTCConfig(
+        threshold=threshold,
+        alpha=alpha,
+        layer=layer,
+        relative_top=relative_top,
+        final_norm=final_norm,
+        normalize_entropy=normalize_entropy,
+        steps=steps,
+        options=options or None,
+    )
+    if not isinstance(inner, HFModel):
+        raise TypeError(
+            f"dtc needs an hf model, since it reads the model's hidden layers; got {type(inner).__name__} "
+            "(write the model as dtc:hf/<repo or path>)"
+        )
+    return DTCModel(inner, config)
+
+
 __all__ = [
-    "DTC_OPTIONS",
     "DTCConfig",
     "DTCModel",
     "DTCSummary",
@@ -486,6 +507,7 @@ __all__ = [
     "calibrate_step",
     "contrast_logits",
     "detect",
+    "dtc",
     "needs_calibration",
     "option_entropy",
     "relative_top_mask",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 #: Cache namespace of answers from local transformers models.
 CACHE_NAMESPACE = "hf-generate"
 
-#: Options ``HFModel.from_spec`` accepts, with what each does (used in the error for an unknown option).
+#: Options ``HFModel.from_spec`` accepts, with what each does (for listings and docs).
 OPTIONS: dict[str, str] = {
     "cache": "a halluscope Cache for answers (None: no caching)",
     "device": "torch device, e.g. 'cuda', 'cuda:1', 'cpu' (default: cuda when available, else cpu)",
@@ -218,39 +219,58 @@ class HFModel(Model):
     # -- construction ------------------------------------------------------------------------------------
 
     @classmethod
-    def from_spec(cls, spec: str, **options: Any) -> HFModel:
-        """Load ``spec`` (a hub repo id or a local directory) with keyword options (see :data:`OPTIONS`)."""
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            accepted = "; ".join(f"{name}: {text}" for name, text in OPTIONS.items())
-            raise HFModelError(f"unknown option(s) for hf/{spec}: {', '.join(unknown)}. Accepted: {accepted}")
+    def from_spec(
+        cls,
+        spec: str,
+        *,
+        cache: Cache | None = None,
+        device: str | None = None,
+        dtype: str = "auto",
+        batch_size: int = 8,
+        hidden_states: bool = False,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        chat_template: str | None = None,
+        processor: Any = None,
+    ) -> HFModel:
+        """Load ``spec`` (a hub repo id or a local directory); the options are described in :data:`OPTIONS`.
+
+        Options are keyword-only and explicit, so that a misspelt one fails at once (and ``halluscope models``
+        can list them).
+        """
         if not spec or not spec.strip():
             raise HFModelError("hf needs a model: hf/<hub repo id or local path>")
-        dtype = str(options.get("dtype") or "auto")
         if dtype not in _DTYPES:
             raise HFModelError(
                 f"unknown dtype {dtype!r} for hf/{spec}; choose one of: {', '.join(sorted(_DTYPES))}"
             )
-        batch_size = int(options.get("batch_size") or 8)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise HFModelError(f"batch_size for hf/{spec} must be a whole number >= 1, got {batch_size!r}")
 
         import torch
         import transformers
 
-        device = str(options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         torch_dtype = _resolve_dtype(dtype, device)
-        load_kwargs: dict[str, Any] = {"trust_remote_code": bool(options.get("trust_remote_code", False))}
-        if options.get("revision"):
-            load_kwargs["revision"] = options["revision"]
+        load_kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+        if revision:
+            load_kwargs["revision"] = revision
         source = str(Path(spec).expanduser()) if Path(spec).expanduser().exists() else spec
 
-        processor = options.get("processor")
         if processor is None:
             try:
                 processor = transformers.AutoProcessor.from_pretrained(source, **load_kwargs)
             except Exception as error:
-                raise HFModelError(f"cannot load the processor of hf/{spec}: {error}") from error
-        if options.get("chat_template"):
-            processor.chat_template = options["chat_template"]
+                hint = ""
+                if importlib.util.find_spec("torchvision") is None:
+                    hint = (
+                        " (transformers builds the processors of video-capable models such as Qwen2-VL "
+                        "with a video processor that needs torchvision: install the torchvision matching "
+                        "your torch, or pass an image-only processor with the processor option)"
+                    )
+                raise HFModelError(f"cannot load the processor of hf/{spec}: {error}{hint}") from error
+        if chat_template:
+            processor.chat_template = chat_template
         model = _load_model(transformers, source, spec, load_kwargs, torch_dtype)
         model.to(device)
         model.eval()
@@ -261,9 +281,9 @@ class HFModel(Model):
             device=device,
             dtype=str(torch_dtype).removeprefix("torch."),
             batch_size=batch_size,
-            cache=options.get("cache"),
-            hidden_states=bool(options.get("hidden_states", False)),
-            revision=options.get("revision"),
+            cache=cache,
+            hidden_states=hidden_states,
+            revision=revision,
         )
 
     def _prepare_tokenizer(self) -> None:
