@@ -23,6 +23,10 @@ COMMAND_MODULES = [
     "halluscope.cli.report",
     "halluscope.cli.listing",
     "halluscope.cli.models",
+    "halluscope.cli.build",
+    "halluscope.cli.synthetic",
+    "halluscope.cli.validate",
+    "halluscope.cli.demo",
 ]
 
 

@@ -1,0 +1,767 @@
+"""Reefknot: relation hallucination in yes/no, multiple-choice and VQA form.
+
+Zheng et al., "Reefknot: A Comprehensive Benchmark for Relation Hallucination Evaluation, Analysis and
+Mitigation in Multimodal Large Language Models" (2024). Official data and code:
+https://github.com/JackChen-seu/Reefknot (``Dataset/YESNO.jsonl``, ``Multichoice.jsonl``, ``VQA.jsonl``;
+Visual Genome images, not shipped).
+
+Sample ids are ``yesno-<line>``, ``mcq-<line>`` and ``vqa-<line>``, the 0-based line of the official file.
+In ``YESNO.jsonl`` consecutive lines are twins — a question built from a real triplet (label "yes") and the
+same question with the relation swapped (label "no"); ``Sample.metadata["pair"]`` is their shared index.
+
+Scoring has two modes, and every record carries both verdicts (``paper_correct``, ``robust_correct``);
+``correct`` follows the chosen ``mode``:
+
+- ``paper``: the official rules exactly (see :mod:`halluscope.judges.answers`), VQA by bidirectional
+  entailment with MNLI class index 2;
+- ``robust`` (default): answers read the way a person would; refusals are unanswered (counted, not rated);
+  VQA by bidirectional entailment with the NLI model's own "entailment" label, or with an LLM.
+
+Benchmark options (``--bench-opt key=value``): ``images`` (a Visual Genome folder holding ``VG_100K`` and
+``VG_100K_2``), ``tasks`` (``yesno,mcq,vqa``), ``relation_types`` (``perception,cognitive``), ``limit``,
+``mode`` (``robust`` | ``paper``), ``vqa_judge`` (``nli`` | ``llm``), ``nli_model`` (hub name or folder),
+``nli_device``, ``llm_model``, ``llm_base_url``, ``entropy_threshold``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import urllib.request
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.judges.answers import (
+    ParsedAnswer,
+    normalise_vqa_answer,
+    parse_choice,
+    parse_choice_paper,
+    parse_mcq_options,
+    parse_yes_no,
+    parse_yes_no_paper,
+)
+from halluscope.judges.entailment import (
+    DEFAULT_NLI_MODEL,
+    Entailment,
+    EntailmentModelError,
+    make_entailment,
+)
+from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, answer_probabilities, entropy_bits
+from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
+from halluscope.runs.cache import default_cache_dir
+from halluscope.stages import Failure
+from halluscope.types import Response, Sample, SampleRecord
+
+__all__ = [
+    "OFFICIAL_FILES",
+    "OFFICIAL_TYPES",
+    "TASKS",
+    "Reefknot",
+    "ReefknotDataError",
+    "download_reefknot",
+    "find_vg_image",
+    "is_reefknot_jsonl",
+    "load_reefknot_responses",
+    "parse_prompt",
+    "read_reefknot_file",
+    "resolve_data_dir",
+]
+
+TASKS = ("yesno", "mcq", "vqa")
+#: File of each task in the official release (and in what ``halluscope build reefknot`` writes).
+OFFICIAL_FILES = {"yesno": "YESNO.jsonl", "mcq": "Multichoice.jsonl", "vqa": "VQA.jsonl"}
+#: The ``type`` field of each task's lines.
+OFFICIAL_TYPES = {"yesno": "Yes/No", "mcq": "Multichoice", "vqa": "VQA"}
+_TASK_OF_TYPE = {v.lower(): k for k, v in OFFICIAL_TYPES.items()}
+_RELATION_TYPES = {
+    "perception": "perception",
+    "perceptive": "perception",
+    "cognitive": "cognitive",
+    "cognition": "cognitive",
+}
+_REQUIRED = ("image_id", "query_prompt", "label")
+#: Fields of an official line that are not part of a model's answer.
+_OFFICIAL_FIELDS = {"image_id", "query_prompt", "label", "type", "relation_type", "mllm_name", "response"}
+OFFICIAL_URLS = (
+    "https://raw.githubusercontent.com/JackChen-seu/Reefknot/main/Dataset/",
+    "https://raw.githubusercontent.com/JackChen-seu/Reefknot/master/Dataset/",
+)
+MODES = ("robust", "paper")
+
+
+class ReefknotDataError(ValueError):
+    """The Reefknot data is missing or a line is malformed; the message names the file and line."""
+
+
+# -- data files ----------------------------------------------------------------------------------------------
+
+
+def download_reefknot(target_dir: Path | None = None) -> Path:
+    """Fetch the three official files into the user cache (machines with internet only)."""
+    target_dir = target_dir or default_cache_dir() / "data" / "reefknot"
+    target_dir.mkdir(parents=True, exist_ok=True)
+    for name in OFFICIAL_FILES.values():
+        target = target_dir / name
+        if target.exists():
+            continue
+        errors = []
+        for base in OFFICIAL_URLS:
+            try:
+                with urllib.request.urlopen(base + name, timeout=60) as answer:
+                    payload = answer.read()
+            except OSError as error:
+                errors.append(f"{base + name}: {error}")
+                continue
+            tmp = target.with_suffix(".part")
+            tmp.write_bytes(payload)
+            tmp.replace(target)
+            break
+        else:
+            raise ReefknotDataError(
+                f"could not download Reefknot's {name} ({'; '.join(errors)}); "
+                "pass --data with a folder holding YESNO.jsonl, Multichoice.jsonl and VQA.jsonl"
+            )
+    return target_dir
+
+
+def resolve_data_dir(data: Path | None) -> tuple[Path, dict[str, Path]]:
+    """The data folder and the file of each task found there (a single task file may be given too)."""
+    if data is None:
+        env = os.environ.get("HALLUSCOPE_REEFKNOT")
+        data = Path(env) if env else download_reefknot()
+    path = Path(data)
+    if path.is_file():
+        for task, name in OFFICIAL_FILES.items():
+            if path.name == name:
+                return path.parent, {task: path}
+        raise ReefknotDataError(
+            f"{path}: not a Reefknot file; expected a folder with {', '.join(OFFICIAL_FILES.values())} "
+            "or one of these files"
+        )
+    if not path.is_dir():
+        raise ReefknotDataError(f"Reefknot data not found at {path}")
+    files = {task: path / name for task, name in OFFICIAL_FILES.items() if (path / name).exists()}
+    if not files:
+        raise ReefknotDataError(f"{path} holds none of {', '.join(OFFICIAL_FILES.values())}")
+    return path, files
+
+
+def read_reefknot_file(path: Path) -> list[dict[str, Any]]:
+    """Every line of one official file, checked; errors name the file and the 1-based line number."""
+    rows: list[dict[str, Any]] = []
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                raise ReefknotDataError(
+                    f"{path.name} line {number}: empty line (line numbers are sample ids)"
+                )
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ReefknotDataError(f"{path.name} line {number}: not valid JSON ({error.msg})") from error
+            if not isinstance(row, dict):
+                raise ReefknotDataError(f"{path.name} line {number}: expected a JSON object")
+            for key in _REQUIRED:
+                if not isinstance(row.get(key), str | int) or isinstance(row.get(key), bool):
+                    raise ReefknotDataError(f"{path.name} line {number}: missing or invalid field {key!r}")
+            rows.append(row)
+    return rows
+
+
+def normalise_relation_type(value: Any) -> str:
+    """``perception`` | ``cognitive`` (also read: "perceptive", "cognition"); others kept lower-cased."""
+    text = str(value or "unknown").strip().lower()
+    return _RELATION_TYPES.get(text, text)
+
+
+_VQA_FORMAT = re.compile(r"\b(?:format|form)\s*:\s*(?P<format>.+?)\s*$", re.DOTALL)
+_TEMPLATE = re.compile(r"^(?P<s>.+?)\s+(?:(?P<copula>is|are)\s+)?<relation>\s+(?P<o>.+?)\.?$", re.IGNORECASE)
+_PAIR = re.compile(
+    r"relation\s+(?:\w+\s+)?(?:with|between)\s+(?:the\s+)?(?P<s>.+?)\s+and\s+(?:the\s+)?(?P<o>.+?)\s+"
+    r"in (?:this|the) (?:photo|image|picture)",
+    re.IGNORECASE,
+)
+_YES_NO = re.compile(
+    r"^(?:is|are|does|do)\s+(?:the\s+)?(?P<statement>.+?)\s+in (?:this|the) (?:photo|image|picture)",
+    re.IGNORECASE,
+)
+
+
+def parse_prompt(task: str, prompt: str) -> dict[str, Any]:
+    """What a question names: the subject and object, the options (MCQ) and the answer template (VQA)."""
+    info: dict[str, Any] = {}
+    text = prompt.strip()
+    if task == "yesno":
+        match = _YES_NO.search(text)
+        if match:
+            info["statement"] = match.group("statement")
+        return info
+    pair = _PAIR.search(text)
+    if pair:
+        info["subject"], info["object"] = pair.group("s").strip(), pair.group("o").strip()
+    if task == "mcq":
+        info["options"] = parse_mcq_options(text)
+    elif task == "vqa":
+        fmt = _VQA_FORMAT.search(text)
+        if fmt:
+            info["answer_format"] = fmt.group("format")
+            template = _TEMPLATE.match(fmt.group("format"))
+            if template:
+                info["subject"], info["object"] = template.group("s").strip(), template.group("o").strip()
+                info["copula"] = (template.group("copula") or "").lower()
+    return info
+
+
+def find_vg_image(images: Path, image_id: str) -> Path | None:
+    """A Visual Genome image by id: ``VG_100K/<id>.jpg``, ``VG_100K_2/<id>.jpg`` or ``<id>.jpg``."""
+    for folder in (images / "VG_100K", images / "VG_100K_2", images):
+        candidate = folder / f"{image_id}.jpg"
+        if candidate.exists():
+            return candidate
+    return None
+
+
+# -- responses in Reefknot's own layout ----------------------------------------------------------------------
+
+
+def _content_key(task: str, row: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    return (
+        task,
+        str(row.get("image_id")).strip(),
+        str(row.get("query_prompt")).strip(),
+        str(row.get("label")).strip(),
+    )
+
+
+def is_reefknot_jsonl(path: Path) -> bool:
+    """A file (or folder of files) in Reefknot's layout: lines with ``query_prompt`` and no ``id``."""
+    path = Path(path)
+    if path.is_dir():
+        return any((path / name).exists() for name in OFFICIAL_FILES.values())
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    row = json.loads(line)
+                    return isinstance(row, dict) and "query_prompt" in row and "id" not in row
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return False
+
+
+def _task_of(row: Mapping[str, Any], default: str | None) -> str | None:
+    kind = str(row.get("type", "")).strip().lower()
+    return _TASK_OF_TYPE.get(kind, default)
+
+
+def load_reefknot_responses(
+    path: Path,
+    *,
+    official: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    benchmark_ids: set[str] | None = None,
+) -> ResponsesFile:
+    """Answers in Reefknot's own layout: the official lines with ``response`` filled in.
+
+    ``path`` is one JSONL file or a folder holding ``YESNO.jsonl``/``Multichoice.jsonl``/``VQA.jsonl``.
+    Each line's task comes from its ``type`` field (else from the file name). A line is matched to its
+    sample id by its line number when that line of the official data has the same image, question and
+    label; otherwise by that content (so files the official scripts split per relation type, or
+    reordered, still match). Without ``official`` the line number alone gives the id.
+    Optional ``yes_prob`` / ``no_prob`` (and any other extra field) go to ``Response.metadata``;
+    ``mllm_name`` becomes ``Response.model``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ResponsesError(f"responses file not found: {path}")
+    files = (
+        [path / name for name in OFFICIAL_FILES.values() if (path / name).exists()]
+        if path.is_dir()
+        else [path]
+    )
+    index: dict[tuple[str, str, str, str], list[str]] = {}
+    if official is not None:
+        for task, rows in official.items():
+            for line, row in enumerate(rows):
+                index.setdefault(_content_key(task, row), []).append(f"{task}-{line}")
+    used: set[str] = set()
+    result = ResponsesFile()
+    outside = empty = 0
+    for file in files:
+        default_task = next((t for t, n in OFFICIAL_FILES.items() if file.name == n), None)
+        with file.open(encoding="utf-8") as handle:
+            for line, text in enumerate(handle):
+                if not text.strip():
+                    continue
+                where = f"{file.name} line {line + 1}"
+                try:
+                    row = json.loads(text)
+                except json.JSONDecodeError as error:
+                    result.problems.append(f"{where}: not valid JSON ({error.msg})")
+                    continue
+                if not isinstance(row, dict):
+                    result.problems.append(f"{where}: expected a JSON object")
+                    continue
+                kind = _task_of(row, default_task)
+                if kind is None:
+                    result.problems.append(
+                        f"{where}: unknown type {row.get('type')!r} (expected Yes/No, Multichoice or VQA)"
+                    )
+                    continue
+                answer = row.get("response")
+                if not isinstance(answer, str):
+                    result.problems.append(f"{where}: 'response' missing or not a string")
+                    continue
+                sample_id = f"{kind}-{line}"
+                if official is not None:
+                    official_rows = official.get(kind, [])
+                    key = _content_key(kind, row)
+                    same_line = line < len(official_rows) and _content_key(kind, official_rows[line]) == key
+                    if not same_line or sample_id in used:
+                        candidates = [c for c in index.get(key, []) if c not in used]
+                        if not candidates:
+                            result.problems.append(
+                                f"{where}: no {OFFICIAL_TYPES[kind]} question with this "
+                                f"image, prompt and label in the benchmark data"
+                            )
+                            continue
+                        sample_id = candidates[0]
+                if sample_id in used:
+                    result.problems.append(f"{where}: a second answer for {sample_id}; the first one is used")
+                    continue
+                used.add(sample_id)
+                if benchmark_ids is not None and sample_id not in benchmark_ids:
+                    outside += 1
+                    continue
+                if not answer.strip():
+                    empty += 1
+                metadata = {k: v for k, v in row.items() if k not in _OFFICIAL_FIELDS}
+                model = (
+                    row.get("mllm_name")
+                    if isinstance(row.get("mllm_name"), str) and row["mllm_name"]
+                    else None
+                )
+                result.responses[sample_id] = Response(
+                    id=sample_id, response=answer, model=model, metadata=metadata
+                )
+    if outside:
+        result.problems.append(
+            f"{outside} answers are for samples outside the selected tasks/relation types; ignored"
+        )
+    if empty:
+        result.problems.append(
+            f"{empty} answers are empty strings (scored as given: unanswered in robust mode)"
+        )
+    if result.responses and empty == len(result.responses):
+        raise ResponsesError(f"{path}: no line has its 'response' filled in (is this the unanswered data?)")
+    if not result.responses:
+        raise ResponsesError(f"no usable response in {path}: " + "; ".join(result.problems[:5]))
+    return result
+
+
+# -- the benchmark -------------------------------------------------------------------------------------------
+
+
+def _split_csv(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v).strip() for v in value]
+
+
+@dataclass
+class _ScoreState:
+    """What one record collects while being scored (both modes)."""
+
+    sample: Sample
+    response: Response | None
+    extras: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None
+
+
+class Reefknot(Benchmark):
+    """The Reefknot benchmark (official data or a folder written by ``halluscope build reefknot``)."""
+
+    name: ClassVar[str] = "reefknot"
+
+    def __init__(
+        self,
+        data: Path | None = None,
+        *,
+        images: Path | None = None,
+        tasks: Iterable[str] | None = None,
+        relation_types: Iterable[str] | None = None,
+        limit: int | None = None,
+        mode: str = "robust",
+        vqa_judge: str = "nli",
+        nli_model: str = DEFAULT_NLI_MODEL,
+        nli_device: str | None = None,
+        nli_batch_size: int = 16,
+        llm_model: str | None = None,
+        llm_base_url: str | None = None,
+        llm_api_key: str | None = None,
+        entailment: Entailment | None = None,
+        entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
+    ) -> None:
+        self.data_dir, all_files = resolve_data_dir(data)
+        chosen = list(tasks) if tasks is not None else list(TASKS)
+        unknown = [t for t in chosen if t not in TASKS]
+        if unknown:
+            raise ValueError(f"unknown Reefknot task(s) {unknown}; choose from {', '.join(TASKS)}")
+        self.files = {t: p for t, p in all_files.items() if t in chosen}
+        if not self.files:
+            raise ReefknotDataError(
+                f"{self.data_dir} has no file for the selected task(s) {', '.join(chosen)}"
+            )
+        self.relation_types = (
+            sorted({normalise_relation_type(r) for r in relation_types})
+            if relation_types is not None
+            else None
+        )
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.limit = limit
+        if mode not in MODES:
+            raise ValueError(f"unknown scoring mode {mode!r}; choose robust or paper")
+        self.mode = mode
+        if vqa_judge not in ("nli", "llm"):
+            raise ValueError(f"unknown vqa_judge {vqa_judge!r}; choose nli or llm")
+        if vqa_judge == "llm" and entailment is None and not llm_model:
+            raise ValueError(
+                "vqa_judge=llm needs llm_model=NAME (and llm_base_url for a non-OpenAI endpoint)"
+            )
+        self.images = Path(images) if images else None
+        self.vqa_judge = vqa_judge
+        self.nli_model = str(nli_model)
+        self.nli_device = nli_device
+        self.nli_batch_size = nli_batch_size
+        self.llm_model = llm_model
+        self.llm_base_url = llm_base_url
+        self._llm_api_key = llm_api_key
+        self._entailment = entailment
+        self._entailment_error: str | None = None
+        self.entropy_threshold = float(entropy_threshold)
+
+    @classmethod
+    def from_options(cls, data: Path | None = None, **options: Any) -> Reefknot:
+        """Registry factory: options as strings/numbers from ``--bench-opt`` (see the module docstring)."""
+        known = {
+            "images",
+            "tasks",
+            "relation_types",
+            "limit",
+            "mode",
+            "vqa_judge",
+            "nli_model",
+            "nli_device",
+            "nli_batch_size",
+            "llm_model",
+            "llm_base_url",
+            "llm_api_key",
+            "entailment",
+            "entropy_threshold",
+        }
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(
+                f"unknown Reefknot option(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        for key in ("tasks", "relation_types"):
+            if key in options:
+                options[key] = _split_csv(options[key])
+        if options.get("limit") is not None:
+            options["limit"] = int(options["limit"])
+        if options.get("images") is not None:
+            options["images"] = Path(options["images"])
+        if options.get("nli_batch_size") is not None:
+            options["nli_batch_size"] = int(options["nli_batch_size"])
+        if options.get("entropy_threshold") is not None:
+            options["entropy_threshold"] = float(options["entropy_threshold"])
+        return cls(data=Path(data) if data is not None else None, **options)
+
+    # -- data ---------------------------------------------------------------------------------------
+
+    @cached_property
+    def official_rows(self) -> dict[str, list[dict[str, Any]]]:
+        """Every line of each selected task's file, unfiltered (line number = sample id)."""
+        return {task: read_reefknot_file(path) for task, path in self.files.items()}
+
+    def _quota(self) -> dict[str, int | None]:
+        """Per-task share of ``limit``: split evenly over the tasks; yes/no keeps whole twin pairs."""
+        if self.limit is None:
+            return {t: None for t in self.files}
+        tasks = [t for t in TASKS if t in self.files]
+        share, extra = divmod(self.limit, len(tasks))
+        quota: dict[str, int | None] = {}
+        for position, task in enumerate(tasks):
+            n = max(1, share + (1 if position < extra else 0))
+            quota[task] = max(2, n - n % 2) if task == "yesno" else n
+        return quota
+
+    def _sample(
+        self, task: str, line: int, row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+    ) -> Sample:
+        image_id = str(row["image_id"]).strip()
+        prompt = str(row["query_prompt"]).strip()
+        label = str(row["label"]).strip()
+        info = parse_prompt(task, prompt)
+        if task == "mcq" and isinstance(row.get("options"), Mapping):
+            info["options"] = {str(k): str(v) for k, v in row["options"].items()}
+        triplet = row.get("triplet")
+        if isinstance(triplet, list) and len(triplet) == 3:
+            # Written by halluscope's builder: more reliable than splitting the question on " and ".
+            info["subject"], info["object"] = str(triplet[0]), str(triplet[2])
+            info["triplet"] = [str(p) for p in triplet]
+        metadata: dict[str, Any] = {
+            "task": task,
+            "line": line,
+            "relation_type": normalise_relation_type(row.get("relation_type")),
+            "label": label,
+            **info,
+        }
+        if task == "yesno":
+            twin = line + 1 if label.lower() == "yes" else line - 1
+            if 0 <= twin < len(rows):
+                other = rows[twin]
+                twin_label = str(other.get("label", "")).strip().lower()
+                first = min(line, twin)
+                same_image = str(other.get("image_id")).strip() == image_id
+                if same_image and first % 2 == 0 and {label.lower(), twin_label} == {"yes", "no"}:
+                    metadata["pair"] = first // 2
+                    metadata["twin"] = f"yesno-{twin}"
+            metadata["role"] = "positive" if label.lower() == "yes" else "negative"
+        elif task == "mcq":
+            metadata["answer_text"] = info.get("options", {}).get(label)
+        image_path = find_vg_image(self.images, image_id) if self.images else None
+        return Sample(
+            id=f"{task}-{line}",
+            benchmark=self.name,
+            prompt=prompt,
+            image_id=image_id,
+            image_path=str(image_path) if image_path else None,
+            reference=label,
+            metadata=metadata,
+        )
+
+    def samples(self) -> Iterator[Sample]:
+        quota = self._quota()
+        for task in TASKS:
+            if task not in self.files:
+                continue
+            rows = self.official_rows[task]
+            taken = 0
+            for line, row in enumerate(rows):
+                cap = quota[task]
+                if cap is not None and taken >= cap:
+                    break
+                if (
+                    self.relation_types
+                    and normalise_relation_type(row.get("relation_type")) not in self.relation_types
+                ):
+                    continue
+                taken += 1
+                yield self._sample(task, line, row, rows)
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.name,
+            "data": str(self.data_dir),
+            "tasks": sorted(self.files),
+            "relation_types": self.relation_types,
+            "limit": self.limit,
+            "mode": self.mode,
+            "vqa_judge": self._judge_identity(),
+            "entropy_threshold": self.entropy_threshold,
+        }
+
+    def read_responses(
+        self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
+    ) -> ResponsesFile:
+        """halluscope JSONL, or Reefknot's layout (told apart by content; see load_reefknot_responses)."""
+        if is_reefknot_jsonl(Path(path)):
+            return load_reefknot_responses(
+                Path(path), official=self.official_rows, benchmark_ids=benchmark_ids
+            )
+        return read_any_responses(Path(path), benchmark_ids=benchmark_ids, key=key)
+
+    # -- scoring ------------------------------------------------------------------------------------
+
+    def _judge_identity(self) -> dict[str, Any]:
+        if self._entailment is not None:
+            return self._entailment.identity()
+        if self.vqa_judge == "llm":
+            return {"entailment": "llm", "model": self.llm_model, "base_url": self.llm_base_url}
+        return {"entailment": "nli", "model": self.nli_model}
+
+    def entailment(self, ctx: ScoringContext) -> Entailment:
+        """The VQA entailment judge, created on first use with the run's cache."""
+        if self._entailment is None:
+            if self.vqa_judge == "llm":
+                self._entailment = make_entailment(
+                    "llm",
+                    cache=ctx.cache,
+                    model=self.llm_model,
+                    base_url=self.llm_base_url,
+                    api_key=self._llm_api_key,
+                )
+            else:
+                self._entailment = make_entailment(
+                    "nli",
+                    cache=ctx.cache,
+                    model=self.nli_model,
+                    device=self.nli_device,
+                    batch_size=self.nli_batch_size,
+                )
+        return self._entailment
+
+    @staticmethod
+    def _set_mode_result(state: _ScoreState, mode: str, parsed: ParsedAnswer, correct: bool | None) -> None:
+        state.extras[f"{mode}_prediction"] = parsed.value
+        state.extras[f"{mode}_correct"] = correct
+        state.extras[f"{mode}_parse"] = parsed.how
+
+    def _score_closed(self, state: _ScoreState) -> None:
+        sample, text = state.sample, state.response.response if state.response else ""
+        meta, label = sample.metadata, str(sample.metadata["label"])
+        if meta["task"] == "yesno":
+            paper = parse_yes_no_paper(text)
+            robust = parse_yes_no(text, question=sample.prompt)
+            gold = label.lower()
+            self._set_mode_result(state, "paper", paper, paper.value == gold)
+            self._set_mode_result(
+                state, "robust", robust, None if robust.value is None else robust.value == gold
+            )
+        else:
+            paper = parse_choice_paper(text)
+            robust = parse_choice(
+                text,
+                meta.get("options") or {},
+                mask=[m for m in (meta.get("subject"), meta.get("object")) if m],
+            )
+            gold = label.upper()
+            self._set_mode_result(state, "paper", paper, paper.value == gold)
+            self._set_mode_result(
+                state, "robust", robust, None if robust.value is None else robust.value == gold
+            )
+
+    async def _score_vqa(self, states: list[_ScoreState], ctx: ScoringContext) -> None:
+        if not states:
+            return
+        robust_texts: list[ParsedAnswer] = []
+        for state in states:
+            meta = state.sample.metadata
+            robust_texts.append(
+                normalise_vqa_answer(
+                    state.response.response if state.response else "",
+                    meta.get("subject"),
+                    meta.get("object"),
+                    meta.get("copula", "is"),
+                )
+            )
+        paper_pairs = [
+            (str(s.sample.metadata["label"]), s.response.response if s.response else "") for s in states
+        ]
+        robust_pairs = [
+            (str(s.sample.metadata["label"]), p.value)
+            for s, p in zip(states, robust_texts, strict=True)
+            if p.value is not None
+        ]
+        paper_verdicts: list[bool | Failure]
+        robust_verdicts: list[bool | Failure]
+        if self._entailment_error is not None:
+            paper_verdicts = [Failure(self._entailment_error)] * len(paper_pairs)
+            robust_verdicts = [Failure(self._entailment_error)] * len(robust_pairs)
+        else:
+            try:
+                judge = self.entailment(ctx)
+                paper_verdicts = await judge.bidirectional_many(paper_pairs, paper=True)
+                robust_verdicts = await judge.bidirectional_many(robust_pairs, paper=False)
+            except (EntailmentModelError, ValueError) as error:
+                # A judge that cannot start fails every VQA item (recorded and redone on the next run),
+                # not the whole run: yes/no and multiple-choice results still stand.
+                self._entailment_error = f"VQA entailment judge unavailable: {error}"
+                paper_verdicts = [Failure(self._entailment_error)] * len(paper_pairs)
+                robust_verdicts = [Failure(self._entailment_error)] * len(robust_pairs)
+        robust_iter = iter(robust_verdicts)
+        for state, paper_verdict, parsed in zip(states, paper_verdicts, robust_texts, strict=True):
+            paper_answer = ParsedAnswer(state.response.response if state.response else "", "paper")
+            paper_ok = None if isinstance(paper_verdict, Failure) else paper_verdict
+            self._set_mode_result(state, "paper", paper_answer, paper_ok)
+            if isinstance(paper_verdict, Failure):
+                state.extras["paper_failure"] = paper_verdict.reason
+            if parsed.value is None:
+                self._set_mode_result(state, "robust", parsed, None)
+                continue
+            verdict = next(robust_iter)
+            self._set_mode_result(state, "robust", parsed, None if isinstance(verdict, Failure) else verdict)
+            if isinstance(verdict, Failure):
+                state.extras["robust_failure"] = verdict.reason
+        for state in states:
+            reason = state.extras.get(f"{self.mode}_failure")
+            if reason:
+                state.failure = str(reason)
+
+    async def score_many(
+        self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
+    ) -> list[SampleRecord]:
+        states = [_ScoreState(sample, response) for sample, response in pairs]
+        vqa: list[_ScoreState] = []
+        for state in states:
+            meta = state.sample.metadata
+            state.extras.update(
+                {
+                    "task": meta.get("task"),
+                    "relation_type": meta.get("relation_type"),
+                    "label": meta.get("label"),
+                    "mode": self.mode,
+                }
+            )
+            if meta.get("pair") is not None:
+                state.extras["pair"] = meta["pair"]
+            if state.response is None:
+                state.failure = "no response for this sample"
+                for mode in MODES:
+                    state.extras[f"{mode}_correct"] = None
+                continue
+            if meta.get("task") == "vqa":
+                vqa.append(state)
+            else:
+                self._score_closed(state)
+                probs = answer_probabilities(state.response.metadata, str(meta.get("task")))
+                if probs:
+                    state.extras["answer_probs"] = probs
+                    state.extras["entropy"] = entropy_bits(list(probs.values()))
+        await self._score_vqa(vqa, ctx)
+
+        records = []
+        for state in states:
+            extras = state.extras
+            extras["prediction"] = extras.get(f"{self.mode}_prediction")
+            extras["correct"] = extras.get(f"{self.mode}_correct")
+            extras["parse"] = extras.get(f"{self.mode}_parse")
+            records.append(
+                SampleRecord(
+                    id=state.sample.id,
+                    prompt=state.sample.prompt,
+                    response=state.response.response if state.response else None,
+                    failure=state.failure,
+                    image_id=state.sample.image_id,
+                    metadata={
+                        k: v
+                        for k, v in state.sample.metadata.items()
+                        if k in ("line", "options", "subject", "object", "twin", "role", "answer_text")
+                    },
+                    **extras,
+                )
+            )
+        return records
+
+    def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
+        from halluscope.metrics.reefknot import reefknot_metrics
+
+        return reefknot_metrics(records, benchmark=self.name, entropy_threshold=self.entropy_threshold)

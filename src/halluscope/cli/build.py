@@ -1,0 +1,153 @@
+"""``halluscope build``: make new benchmarks from scene graphs.
+
+A sub-app, so each builder is one command under it (``build reefknot``; other builders add theirs to
+:data:`build_app`). Heavy imports stay inside the commands so ``--help`` is instant.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from halluscope.cli.common import console, fail, open_cache
+
+build_app = typer.Typer(
+    name="build",
+    help="Build a new benchmark from scene graphs (Tri-HE, GQA or Visual Genome).",
+    no_args_is_help=True,
+)
+
+
+class GraphFormat(StrEnum):
+    TRI_HE = "tri-he"
+    GQA = "gqa"
+    VG = "vg"
+
+
+def load_graphs(path: Path, graph_format: GraphFormat, limit_images: int | None = None) -> dict[str, Any]:
+    """Scene graphs by image id from a Tri-HE file, a GQA sceneGraphs file, or Visual Genome files."""
+    if graph_format is GraphFormat.TRI_HE:
+        from halluscope.benchmarks.tri_he import load_scene_graphs, resolve_data_path
+
+        graphs = load_scene_graphs(resolve_data_path(path))
+        if limit_images is not None:
+            graphs = dict(list(graphs.items())[:limit_images])
+        return graphs
+    if graph_format is GraphFormat.GQA:
+        from halluscope.scene.vg import load_gqa_scene_graphs
+
+        return load_gqa_scene_graphs(path, limit=limit_images)
+    from halluscope.scene.vg import load_vg_scene_graphs
+
+    return load_vg_scene_graphs(path, limit=limit_images)
+
+
+@build_app.command("reefknot")
+def reefknot(
+    scene_graphs: Annotated[Path, typer.Option("--scene-graphs", "-g", help="Scene-graph file or folder.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (created).")],
+    graph_format: Annotated[
+        GraphFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="tri-he (tri-he.json), gqa (*_sceneGraphs.json) or vg "
+            "(relationships.json / scene_graphs.json or their folder).",
+        ),
+    ] = GraphFormat.TRI_HE,
+    images: Annotated[
+        Path | None, typer.Option(help="Image folder for samples.jsonl (default for tri-he: its images/).")
+    ] = None,
+    tasks: Annotated[str, typer.Option(help="Comma-separated: yesno, mcq, vqa.")] = "yesno,mcq,vqa",
+    max_per_relation: Annotated[
+        int, typer.Option(help="At most this many triplets per relation word (0: no cap).")
+    ] = 20,
+    seed: Annotated[int, typer.Option(help="Random seed (negatives, distractors, letter positions).")] = 0,
+    allow_repeated_subjects: Annotated[
+        bool, typer.Option(help="Keep triplets whose subject name occurs more than once in the image.")
+    ] = False,
+    orient: Annotated[
+        bool | None,
+        typer.Option("--orient/--no-orient", help="Repair object-first triplets (default: on for tri-he)."),
+    ] = None,
+    limit_images: Annotated[int | None, typer.Option(help="Only the first N images.")] = None,
+    relation_llm: Annotated[
+        str | None, typer.Option(help="LLM that categorises relations the lexicon does not know (cached).")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint for --relation-llm.")
+    ] = None,
+    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
+) -> None:
+    """Reefknot-style yes/no twins, multiple choice and VQA about relations, checked against the graphs."""
+    from rich.table import Table
+
+    from halluscope.build.reefknot import BuildOptions, build_reefknot
+    from halluscope.build.relations import RelationClassifier
+    from halluscope.scene.vg import SceneGraphFormatError
+
+    chosen = tuple(t.strip() for t in tasks.split(",") if t.strip())
+    try:
+        graphs = load_graphs(scene_graphs, graph_format, limit_images)
+    except (SceneGraphFormatError, ValueError, OSError) as error:
+        fail(str(error))
+    if not graphs:
+        fail(f"no scene graphs read from {scene_graphs}")
+    client = None
+    store = None
+    if relation_llm:
+        from halluscope.llm.client import ChatClient
+
+        store = open_cache(cache, no_cache)
+        client = ChatClient(relation_llm, base_url, cache=store)
+    options = BuildOptions(
+        seed=seed,
+        tasks=chosen,
+        max_per_relation=max_per_relation or None,
+        allow_repeated_subjects=allow_repeated_subjects,
+        orient=graph_format is GraphFormat.TRI_HE if orient is None else orient,
+    )
+    try:
+        built = build_reefknot(graphs, options, classifier=RelationClassifier(client, store))
+    except ValueError as error:
+        fail(str(error))
+    if images is None and graph_format is GraphFormat.TRI_HE:
+        candidate = (scene_graphs if scene_graphs.is_dir() else scene_graphs.parent) / "images"
+        images = candidate if candidate.is_dir() else None
+    built.write(out, images=images, source={"scene_graphs": str(scene_graphs), "format": graph_format.value})
+
+    table = Table(title=f"Reefknot-style benchmark — {out}")
+    table.add_column("task / relation type")
+    table.add_column("questions", justify="right")
+    for key, value in built.counts().items():
+        table.add_row(key, str(value))
+    out_console = console()
+    out_console.print(table)
+    dropped = {
+        k: v
+        for k, v in built.stats.items()
+        if k.startswith("dropped") or k.endswith(("negative", "distractors"))
+    }
+    out_console.print("filtered: " + ", ".join(f"{k} {v}" for k, v in dropped.items() if v))
+    import json
+
+    verification = json.loads((out / "build.json").read_text(encoding="utf-8"))["verification"]
+    if verification["n_problems"]:
+        console(stderr=True).print(
+            f"[yellow]{verification['n_problems']} verification problem(s); see {out / 'build.json'}[/yellow]"
+        )
+    else:
+        out_console.print(
+            "verified: every negative is false and every MCQ has one true option under its graph"
+        )
+    out_console.print(
+        f"score answers with: halluscope run --benchmark reefknot --data {out} --responses FILE ..."
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(build_app, name="build")

@@ -1,0 +1,331 @@
+"""Reading a closed-form answer (yes/no, a multiple-choice letter, a templated relation) out of free text.
+
+Two rule sets live here side by side, because halluscope reports both:
+
+- ``paper``: the official Reefknot scripts, reproduced exactly. Yes/no is "yes" when the substring ``yes``
+  occurs anywhere in the lower-cased answer, else "no"; a multiple-choice answer is its first character.
+  These rules are cheap and comparable with published numbers, but they misread common answers:
+  ``"No, the cow's eyes are closed."`` contains "yes" (in "eyes") and counts as yes; ``"I cannot tell."``
+  counts as a "no"; ``" A"``, ``"(B)"`` and ``"The answer is C."`` are read as " ", "(" and "T".
+- ``robust``: what a careful reader would take the answer to be. Leading filler ("Sure!", "Answer:",
+  "Based on the image,") is skipped; a leading yes/no word decides; refusals ("I can't tell from this
+  image") are *unanswered* — counted, but neither right nor wrong; negations ("There is no dog") read as no;
+  a multiple-choice answer may be a letter in any usual shape or the text of one option.
+
+Every parser returns a :class:`ParsedAnswer` that says how it decided, so a report can show which rule
+fired and a user can audit disagreements between the two modes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "LETTERS",
+    "ParsedAnswer",
+    "is_refusal",
+    "normalise_vqa_answer",
+    "parse_choice",
+    "parse_choice_paper",
+    "parse_mcq_options",
+    "parse_yes_no",
+    "parse_yes_no_paper",
+]
+
+LETTERS = ("A", "B", "C", "D")
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    """The answer read from a response, or None when the response gives none.
+
+    ``how`` names the rule that decided: ``paper``, ``leading`` (first word), ``keyword`` (a yes/no word
+    later on), ``negation``, ``restated`` (the answer repeats the question's statement), ``letter``,
+    ``option-text``, ``template``; or, for None, ``empty``, ``refusal``, ``ambiguous``, ``unparsed``.
+    """
+
+    value: str | None
+    how: str
+
+    @property
+    def answered(self) -> bool:
+        return self.value is not None
+
+
+# -- shared text clean-up ------------------------------------------------------------------------------------
+
+_MARKUP = re.compile(r"[*_`#>\"]+")
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"'})
+_SPACES = re.compile(r"\s+")
+#: Openers that carry no answer; removed repeatedly from the start of a response.
+_FILLERS = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"^(?:assistant|gpt|model)\s*:\s*",
+        r"^(?:sure|okay|ok|well|hmm+|so|certainly|of course|alright|great question)\s*[,.!:]*\s+",
+        r"^(?:based on|according to|looking at|judging from|from|in)\s+(?:the|this|that)\s+"
+        r"(?:image|photo|photograph|picture|scene)[^,.:;]*[,.:;]\s*",
+        r"^(?:the\s+)?(?:correct\s+|final\s+|best\s+)?(?:answer|response|choice|option)\s*"
+        r"(?:is|would be|:|-)\s*:?\s*",
+        r"^(?:i\s+(?:would|will|'d)\s+(?:say|choose|pick|go with)|i\s+(?:think|believe|choose|pick))\s*:?\s*",
+        r"^my\s+answer\s+is\s*:?\s*",
+    )
+]
+
+_REFUSALS = re.compile(
+    r"\b(?:"
+    r"(?:can ?not|can't|cannot|unable to|not able to|impossible to|not possible to|difficult to|hard to)\s+"
+    r"(?:be\s+)?(?:determine|determined|tell|say|answer|confirm|verify|be sure|know|identify|judge|see the "
+    r"(?:image|photo|picture))"
+    r"|not (?:entirely |completely |quite )?(?:sure|certain|clear)"
+    r"|(?:i'm|i am) sorry|sorry, (?:but )?i"
+    r"|as an ai|i (?:do not|don't) know|no (?:image|photo|picture) (?:is |was )?(?:provided|attached|shown)"
+    r"|(?:insufficient|not enough) (?:information|detail|context)"
+    r"|unclear|uncertain|ambiguous"
+    r")\b",
+    re.IGNORECASE,
+)
+
+
+def _clean(text: str) -> str:
+    text = _MARKUP.sub(" ", text.translate(_QUOTES))
+    return _SPACES.sub(" ", text).strip()
+
+
+def _strip_fillers(text: str) -> str:
+    changed = True
+    while changed and text:
+        changed = False
+        for pattern in _FILLERS:
+            stripped = pattern.sub("", text, count=1)
+            if stripped != text:
+                text, changed = stripped.lstrip(" ,.:;-!"), True
+    return text
+
+
+def is_refusal(text: str) -> bool:
+    """Whether the response declines to answer (cannot tell, not sure, no image), in any position."""
+    return bool(_REFUSALS.search(_clean(text)))
+
+
+# -- yes / no ------------------------------------------------------------------------------------------------
+
+
+def parse_yes_no_paper(response: str) -> ParsedAnswer:
+    """The official rule: "yes" if the substring ``yes`` is anywhere in the lower-cased text, else "no"."""
+    return ParsedAnswer("yes" if "yes" in response.strip().lower() else "no", "paper")
+
+
+_LEADING_YES = re.compile(r"^(?:yes|yeah|yep|yup|correct|true|affirmative|indeed|absolutely|definitely)\b")
+_LEADING_NO = re.compile(r"^(?:no|nope|nah|incorrect|false|negative|not really|not at all)\b")
+_YES_WORD = re.compile(r"\b(?:yes|yeah|yep)\b")
+_NO_WORD = re.compile(r"\b(?:no|nope)\b")
+_NEGATION = re.compile(r"\b(?:not|never|none|nobody|nothing|neither|nor|no)\b|n't\b|\bcannot\b")
+_QUESTION_STATEMENT = re.compile(
+    r"^(?:is|are|does|do|was|were)\s+(?:there\s+)?(?:the\s+|a\s+|an\s+)?(?P<statement>.+?)\s+"
+    r"in (?:this|the) (?:photo|image|picture)\b",
+    re.IGNORECASE,
+)
+_STOPWORDS = frozenset({"the", "a", "an", "is", "are", "does", "do", "of"})
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+
+
+def parse_yes_no(response: str, question: str | None = None) -> ParsedAnswer:
+    """Read yes / no / unanswered the way a careful person would (see the module docstring).
+
+    ``question`` lets a bare restatement count as "yes": asked "Is the man on the bench?", the answer
+    "The man is on the bench." is a yes — but only when every content word of the question's statement is
+    repeated, so "The man is near the bench." stays unanswered rather than being guessed.
+    """
+    text = _clean(response)
+    if not text:
+        return ParsedAnswer(None, "empty")
+    body = _strip_fillers(text).lower()
+    if not body:
+        return ParsedAnswer(None, "empty")
+    if re.match(r"^(?:yes|no)\s*(?:and|or|/)\s*(?:yes|no)\b", body):
+        return ParsedAnswer(None, "ambiguous")
+    if _LEADING_YES.match(body):
+        return ParsedAnswer("yes", "leading")
+    if _LEADING_NO.match(body):
+        return ParsedAnswer("no", "leading")
+    if _REFUSALS.search(body):
+        return ParsedAnswer(None, "refusal")
+    has_yes, has_no = bool(_YES_WORD.search(body)), bool(_NO_WORD.search(body))
+    if has_yes and has_no:
+        return ParsedAnswer(None, "ambiguous")
+    if has_yes:
+        return ParsedAnswer("yes", "keyword")
+    if has_no or _NEGATION.search(body):
+        return ParsedAnswer("no", "negation")
+    if question:
+        match = _QUESTION_STATEMENT.search(_clean(question))
+        if match:
+            wanted = set(_content_words(match.group("statement")))
+            if wanted and wanted <= set(_content_words(body)):
+                return ParsedAnswer("yes", "restated")
+    return ParsedAnswer(None, "unparsed")
+
+
+# -- multiple choice -----------------------------------------------------------------------------------------
+
+_OPTIONS = re.compile(
+    r"\bA\.\s*(?P<A>.+?)\s+B\.\s*(?P<B>.+?)\s+C\.\s*(?P<C>.+?)\s+D\.\s*(?P<D>.+?)"
+    r"(?:\s*,\s*please choose\.?|\s*\.?\s+(?:Reply|Answer|Respond|Please)\b.*|\s*[.?]?)\s*$",
+    re.DOTALL,
+)
+
+
+def parse_mcq_options(prompt: str) -> dict[str, str]:
+    """The four options ``{"A": ..., "D": ...}`` of a Reefknot-style prompt, or ``{}`` if there are none.
+
+    Reads both the official layout (``"... A. behind B. onto C. on D. into, please choose."``) and the one
+    halluscope's builder writes (options followed by a reply instruction).
+    """
+    match = _OPTIONS.search(prompt.strip())
+    if not match:
+        return {}
+    return {letter: match.group(letter).strip().rstrip(",;") for letter in LETTERS}
+
+
+def parse_choice_paper(response: str) -> ParsedAnswer:
+    """The official rule: the response's first character, upper-cased (no stripping); empty → None."""
+    if not response:
+        return ParsedAnswer(None, "empty")
+    return ParsedAnswer(response[0].upper(), "paper")
+
+
+_LETTER_PHRASES = [
+    re.compile(r"\b(?i:answer|option|choice)\s*(?i:is|would be|:)?\s*[(\[]?([A-Da-d])\b(?![-'])"),
+    re.compile(r"[(\[]([A-Da-d])[)\]]"),
+    re.compile(r"(?:^|\s)([A-D])[.):](?=\s|$)"),
+]
+
+
+#: A capital option letter standing alone later in an answer ("B or C"): the leading letter is then ambiguous.
+_OTHER_LETTER = re.compile(r"(?<![A-Za-z'])([B-D])(?![A-Za-z'])|(?<![A-Za-z'])(A)(?=[.):])")
+
+
+def _leading_letter(body: str, options: Mapping[str, str]) -> tuple[str, str] | None:
+    """The option letter an answer opens with, and the text after it; None when it opens otherwise."""
+    match = re.match(r"^[(\[]?([A-Da-d])(?P<rest>[).:\],]?)(?P<after>.*)$", body, re.DOTALL)
+    if not match:
+        return None
+    letter, rest, after = match.group(1).upper(), match.group("rest"), match.group("after")
+    if rest or not after.strip():
+        return letter, after  # "B", "B.", "(B)", "b)", "C: on"
+    if not after.startswith(" "):
+        return None  # "Above", "Behind": a word, not a letter
+    tail = after.strip().lower()
+    option = options.get(letter, "").lower()
+    if option and (tail == option or tail.startswith(option + " ") or tail.startswith(option + ".")):
+        return letter, after  # "C on"
+    if letter == "A" or match.group(1).islower():
+        return None  # "A man is ...": the article, not option A
+    return letter, after  # "D is correct"
+
+
+def _option_text_matches(text: str, options: Mapping[str, str]) -> list[str]:
+    lowered = text.lower()
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for letter, option in options.items():
+        option = option.strip().lower()
+        if not option:
+            continue
+        found = [
+            (m.start(), m.end())
+            for m in re.finditer(r"(?<![a-z])" + re.escape(option) + r"(?![a-z])", lowered)
+        ]
+        if found:
+            spans[letter] = found
+    # An option found only inside a longer option's match ("on" inside "on top of") does not count.
+    kept = []
+    for letter, own in spans.items():
+        covered = all(
+            any(
+                s <= a and b <= e and (s, e) != (a, b)
+                for other, theirs in spans.items()
+                if other != letter
+                for s, e in theirs
+            )
+            for a, b in own
+        )
+        if not covered:
+            kept.append(letter)
+    return sorted(kept)
+
+
+def parse_choice(
+    response: str, options: Mapping[str, str] | None = None, *, mask: Sequence[str] = ()
+) -> ParsedAnswer:
+    """Read the chosen option letter: a letter in any usual shape, else the text of exactly one option.
+
+    ``mask`` lists strings to ignore when matching option text (the subject and object names of the
+    question, so an option word inside an entity name — "on" in "onion" is already safe, but "in" in
+    "man in hat" is not — is not taken as a choice).
+    """
+    options = dict(options or {})
+    text = _clean(response)
+    if not text:
+        return ParsedAnswer(None, "empty")
+    body = _strip_fillers(text)
+    if not body:
+        return ParsedAnswer(None, "empty")
+    leading = _leading_letter(body, options)
+    if leading is not None:
+        letter, after = leading
+        others = {a or b for a, b in _OTHER_LETTER.findall(after)} - {letter}
+        return ParsedAnswer(None, "ambiguous") if others else ParsedAnswer(letter, "letter")
+    letters = {m.group(1).upper() for pattern in _LETTER_PHRASES for m in pattern.finditer(body)}
+    if len(letters) == 1:
+        return ParsedAnswer(letters.pop(), "letter")
+    if len(letters) > 1:
+        return ParsedAnswer(None, "ambiguous")
+    if _REFUSALS.search(body):
+        return ParsedAnswer(None, "refusal")
+    masked = body
+    for name in sorted((m for m in mask if m), key=len, reverse=True):
+        masked = re.sub(
+            r"(?<![A-Za-z])" + re.escape(name) + r"(?![A-Za-z])", " ", masked, flags=re.IGNORECASE
+        )
+    matched = _option_text_matches(masked, options)
+    if len(matched) == 1:
+        return ParsedAnswer(matched[0], "option-text")
+    if len(matched) > 1:
+        return ParsedAnswer(None, "ambiguous")
+    return ParsedAnswer(None, "unparsed")
+
+
+# -- templated VQA answers -----------------------------------------------------------------------------------
+
+
+def normalise_vqa_answer(
+    response: str, subject: str | None, obj: str | None, copula: str = "is"
+) -> ParsedAnswer:
+    """The response as a full statement to compare with the label, or None when it gives no answer.
+
+    A bare relation ("On.", "holding") is put into the question's template ("bag is on ground.") so that it
+    can entail the label; an answer that echoes the template's ``<relation>`` placeholder, refuses, or is
+    empty is unanswered. Anything else is kept as the model wrote it (fillers removed).
+    """
+    if "<relation" in response.lower():
+        return ParsedAnswer(None, "unparsed")
+    text = _clean(response)
+    if not text:
+        return ParsedAnswer(None, "empty")
+    body = _strip_fillers(text).strip()
+    if not body:
+        return ParsedAnswer(None, "empty")
+    if _REFUSALS.search(body):
+        return ParsedAnswer(None, "refusal")
+    lowered = body.lower()
+    if subject and obj and subject.lower() not in lowered and len(body.split()) <= 4:
+        relation = body.rstrip(" .!").lower()
+        return ParsedAnswer(" ".join(p for p in (subject, copula, relation, obj) if p) + ".", "template")
+    return ParsedAnswer(body, "as-written")

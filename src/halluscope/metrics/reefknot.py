@@ -1,0 +1,232 @@
+"""Reefknot's measures, as pure functions of scored records.
+
+- **Halr** (hallucination rate) = 100 − accuracy, per task (yes/no, multiple choice, VQA) and per relation
+  type (perception, cognitive); metrics.json groups are keyed ``<task>/<relation_type>``.
+- **R** = mean over the tasks of (100 − Halr) — the paper's single score.
+- Yes/no: the **yes-ratio computed from the predictions** (a model that says yes to everything shows 100
+  here, whatever the labels), precision / recall / F1 with "yes" as the positive class, and accuracy over
+  twin pairs (a real triplet and its relation-swapped negative: both must be answered right).
+- Multiple choice: the distribution of chosen letters against the distribution of correct letters
+  (option-position bias).
+- Unanswered items (refusals, unreadable answers) are counted, and left out of every rate; items without a
+  response or whose scoring failed are counted separately.
+- How many items the ``paper`` and ``robust`` rules score differently, and both modes' headline numbers.
+- With answer-token probabilities: the confidence analysis of :mod:`halluscope.metrics.confidence`.
+
+Records are the :class:`~halluscope.types.SampleRecord` s written by the Reefknot benchmark; the fields read
+here (``task``, ``relation_type``, ``label``, ``prediction``, ``correct``, ``paper_correct``,
+``robust_correct``, ``pair``, ``answer_probs``) are extra fields of the record.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from halluscope.benchmarks.base import MetricsReport
+from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, confidence_report
+from halluscope.types import SampleRecord
+
+__all__ = ["RELATION_TYPES", "TASKS", "halr", "r_score", "record_field", "reefknot_metrics"]
+
+TASKS = ("yesno", "mcq", "vqa")
+RELATION_TYPES = ("perception", "cognitive")
+
+
+def record_field(record: SampleRecord, name: str) -> Any:
+    """An extra field of a record (as written by the benchmark), falling back to its metadata."""
+    extra = record.model_extra or {}
+    if name in extra:
+        return extra[name]
+    return record.metadata.get(name)
+
+
+def _accuracy(flags: Sequence[bool]) -> float | None:
+    return 100.0 * sum(flags) / len(flags) if flags else None
+
+
+def halr(flags: Sequence[bool]) -> float | None:
+    """Hallucination rate (0-100) over scored items' correctness flags; None when nothing was scored."""
+    accuracy = _accuracy(flags)
+    return None if accuracy is None else 100.0 - accuracy
+
+
+def r_score(task_halr: Mapping[str, float | None]) -> float | None:
+    """Mean over the tasks present of (100 − Halr)."""
+    values = [100.0 - v for v in task_halr.values() if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _divide(a: float, b: float) -> float | None:
+    return 100.0 * a / b if b else None
+
+
+def _yes_no_stats(records: Sequence[SampleRecord], key: str, prediction_key: str) -> dict[str, Any]:
+    answered = [
+        (record_field(r, prediction_key), str(record_field(r, "label")).lower())
+        for r in records
+        if record_field(r, key) is not None
+    ]
+    tp = sum(1 for p, y in answered if p == "yes" and y == "yes")
+    fp = sum(1 for p, y in answered if p == "yes" and y == "no")
+    fn = sum(1 for p, y in answered if p != "yes" and y == "yes")
+    tn = sum(1 for p, y in answered if p != "yes" and y == "no")
+    precision, recall = _divide(tp, tp + fp), _divide(tp, tp + fn)
+    if precision is None or recall is None:
+        f1 = None
+    else:
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    pairs: dict[Any, list[bool | None]] = {}
+    for r in records:
+        pair = record_field(r, "pair")
+        if pair is not None:
+            pairs.setdefault(pair, []).append(record_field(r, key))
+    complete = [v for v in pairs.values() if len(v) == 2]
+    scored_pairs = [v for v in complete if None not in v]
+    return {
+        "yes_ratio": _divide(sum(1 for p, _ in answered if p == "yes"), len(answered)),
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "pair_accuracy": _divide(sum(1 for v in scored_pairs if all(v)), len(scored_pairs)),
+        "confusion": {"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+        "pairs_complete": len(complete),
+        "pairs_scored": len(scored_pairs),
+    }
+
+
+def _mode_summary(records: Sequence[SampleRecord], key: str) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    per_task: dict[str, float | None] = {}
+    for task in TASKS:
+        flags = [
+            bool(record_field(r, key))
+            for r in records
+            if record_field(r, "task") == task and record_field(r, key) is not None
+        ]
+        if any(record_field(r, "task") == task for r in records):
+            per_task[task] = halr(flags)
+            out[f"halr_{task}"] = per_task[task]
+    out["r_score"] = r_score(per_task)
+    return out
+
+
+def reefknot_metrics(
+    records: Sequence[SampleRecord],
+    *,
+    benchmark: str = "reefknot",
+    entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
+) -> MetricsReport:
+    """Every Reefknot measure over scored records (see the module docstring)."""
+    scoring = [r for r in records if r.failure is None and record_field(r, "task") in TASKS]
+    failed = [r for r in records if r.failure is not None]
+    missing = [r for r in failed if r.response is None]
+
+    metrics: dict[str, float | None] = {}
+    groups: dict[str, dict[str, float | None]] = {}
+    counts: dict[str, int] = {
+        "samples": len(records),
+        "scored": sum(1 for r in scoring if record_field(r, "correct") is not None),
+        "unanswered": sum(1 for r in scoring if record_field(r, "correct") is None),
+        "missing_response": len(missing),
+        "failed": len(failed) - len(missing),
+    }
+    details: dict[str, Any] = {}
+
+    task_halr: dict[str, float | None] = {}
+    for task in TASKS:
+        in_task = [r for r in scoring if record_field(r, "task") == task]
+        if not in_task:
+            continue
+        flags = [bool(record_field(r, "correct")) for r in in_task if record_field(r, "correct") is not None]
+        task_halr[task] = halr(flags)
+        metrics[f"halr_{task}"] = task_halr[task]
+        groups[task] = {"halr": task_halr[task], "accuracy": _accuracy(flags), "n": float(len(flags))}
+        counts[f"unanswered_{task}"] = len(in_task) - len(flags)
+        counts[f"mode_disagreements_{task}"] = sum(
+            1 for r in in_task if record_field(r, "paper_correct") != record_field(r, "robust_correct")
+        )
+        for relation_type in sorted({str(record_field(r, "relation_type")) for r in in_task}):
+            subset = [
+                bool(record_field(r, "correct"))
+                for r in in_task
+                if str(record_field(r, "relation_type")) == relation_type
+                and record_field(r, "correct") is not None
+            ]
+            groups[f"{task}/{relation_type}"] = {
+                "halr": halr(subset),
+                "accuracy": _accuracy(subset),
+                "n": float(len(subset)),
+            }
+    metrics["r_score"] = r_score(task_halr)
+    details["r_score_tasks"] = sorted(task_halr)
+    counts["mode_disagreements"] = sum(
+        1 for r in scoring if record_field(r, "paper_correct") != record_field(r, "robust_correct")
+    )
+
+    yes_no = [r for r in scoring if record_field(r, "task") == "yesno"]
+    if yes_no:
+        stats = _yes_no_stats(yes_no, "correct", "prediction")
+        metrics.update(
+            {
+                "yes_ratio": stats["yes_ratio"],
+                "yesno_precision": stats["precision"],
+                "yesno_recall": stats["recall"],
+                "yesno_f1": stats["f1"],
+                "yesno_pair_accuracy": stats["pair_accuracy"],
+            }
+        )
+        details["yesno_confusion"] = stats["confusion"]
+        counts["yesno_pairs"] = stats["pairs_complete"]
+        counts["yesno_pairs_scored"] = stats["pairs_scored"]
+
+    mcq = [r for r in scoring if record_field(r, "task") == "mcq"]
+    if mcq:
+        chosen = Counter(
+            p if p in ("A", "B", "C", "D") else "other"
+            for r in mcq
+            if record_field(r, "correct") is not None
+            for p in [record_field(r, "prediction")]
+        )
+        labels = Counter(str(record_field(r, "label")) for r in mcq)
+        total = sum(chosen.values())
+        details["mcq_letters"] = {
+            "chosen": {k: chosen.get(k, 0) for k in ("A", "B", "C", "D", "other")},
+            "labels": {k: labels.get(k, 0) for k in ("A", "B", "C", "D")},
+        }
+        metrics["mcq_most_chosen_share"] = _divide(max(chosen.values()), total) if total else None
+
+    modes = {mode: _mode_summary(scoring, f"{mode}_correct") for mode in ("paper", "robust")}
+    details["modes"] = modes
+    metrics["paper_r_score"] = modes["paper"]["r_score"]
+    metrics["robust_r_score"] = modes["robust"]["r_score"]
+    details["parse_rules"] = dict(
+        Counter(
+            f"{record_field(r, 'task')}:{record_field(r, 'parse')}"
+            for r in scoring
+            if record_field(r, "parse")
+        )
+    )
+
+    entries = []
+    for r in scoring:
+        probs = record_field(r, "answer_probs")
+        correct = record_field(r, "correct")
+        if isinstance(probs, Mapping) and probs and correct is not None:
+            entries.append(
+                (str(record_field(r, "task")), {str(k): float(v) for k, v in probs.items()}, not correct)
+            )
+    if entries:
+        confidence = confidence_report(entries, threshold=entropy_threshold)
+        details["confidence"] = confidence
+        counts["with_answer_probs"] = len(entries)
+        for task, values in confidence["tasks"].items():
+            at = values["detector"]["at_threshold"]
+            best = values["detector"]["best"] or {}
+            metrics[f"entropy_detector_precision_{task}"] = at["precision"]
+            metrics[f"entropy_detector_recall_{task}"] = at["recall"]
+            metrics[f"entropy_detector_best_threshold_{task}"] = best.get("threshold")
+            metrics[f"entropy_detector_auroc_{task}"] = values["detector"]["auroc"]
+
+    return MetricsReport(benchmark=benchmark, metrics=metrics, groups=groups, counts=counts, details=details)
