@@ -59,6 +59,7 @@ from halluscope.models.hf import (
     gather_failures,
     option_probabilities,
     run_isolated,
+    stop_token_ids,
 )
 from halluscope.stages import Failure
 
@@ -292,7 +293,7 @@ class _DTCHook:
             list(model.option_token_ids(opts).values()) if opts else None for opts in self.options
         ]
         self.traces = [_Trace(opts) for opts in self.options]
-        self.stop_ids = _stop_token_ids(model)
+        self.stop_ids = stop_token_ids(model.model.generation_config, model.tokenizer)
         self.step = 0
         self.captured: torch.Tensor | None = None
         if self.layer == 0:
@@ -393,13 +394,6 @@ def _best(options: Sequence[str], probs: Sequence[float]) -> str | None:
     if not options or max(probs) <= 0:
         return None
     return options[max(range(len(options)), key=lambda i: probs[i])]
-
-
-def _stop_token_ids(model: HFModel) -> set[int]:
-    eos = getattr(model.model.generation_config, "eos_token_id", None)
-    if eos is None:
-        eos = model.tokenizer.eos_token_id
-    return {int(i) for i in (eos if isinstance(eos, list) else [eos] if eos is not None else [])}
 
 
 # -- the wrapper --

@@ -461,7 +461,7 @@ class HFModel(Model):
         prompt_length = inputs["input_ids"].shape[1]
         generated = output.sequences[:, prompt_length:].cpu()
         logits = output.logits  # per step [B, V]: the model's raw logits (None unless asked for)
-        stop_ids = _stop_ids(self.model.generation_config, self.tokenizer)
+        stop_ids = stop_token_ids(self.model.generation_config, self.tokenizer)
         results: list[GenerateResult] = []
         for row, item in enumerate(prepared):
             request = item.request
@@ -687,7 +687,8 @@ def _find_text_stack(model: Any, name: str) -> tuple[Sequence[Any], Any | None, 
     raise HFModelError(f"cannot find the decoder layers and LM head of hf/{name}")
 
 
-def _stop_ids(generation_config: Any, tokenizer: Any) -> set[int]:
+def stop_token_ids(generation_config: Any, tokenizer: Any) -> set[int]:
+    """Token ids that end an answer: the generation config's eos ids, else the tokenizer's eos."""
     eos = getattr(generation_config, "eos_token_id", None)
     if eos is None:
         eos = tokenizer.eos_token_id
