@@ -68,7 +68,9 @@ __all__ = [
     "verify_build",
 ]
 
-LETTERS = ("A", "B", "C", "D")
+LETTERS = (
+    "A", "B", "C", "D",
+)
 TYPES = {"yesno": "Yes/No", "mcq": "Multichoice", "vqa": "VQA"}
 FILES = {"yesno": "YESNO.jsonl", "mcq": "Multichoice.jsonl", "vqa": "VQA.jsonl"}
 
@@ -111,53 +113,28 @@ CONTRASTS: dict[str, tuple[str, ...]] = {
     "outside": ("inside", "on top of", "under"),
     "with": ("without", "behind", "under"),
 }
+#: Proximity: true next to almost any other spatial fact ("on the table" is also "near" it).
+PROXIMITY = frozenset({
+    "adjacent to", "against", "alongside", "at", "beside", "besides", "by", "close to", "near", "near to",
+    "nearby", "next to", "with",
+})
+#: Relations too often true alongside the stated one to serve as a negative or a distractor.
+WEAK_FOILS = PROXIMITY | frozenset({"looking at", "watching", "facing", "touching", "looking", "of", "has",
+                                    "have", "having", "in front of", "behind"})
+
 #: Actions only a person or an animal does: a triplet with an inanimate subject and an animate object is
 #: turned around ("(jacket, wearing, woman)"), one with two inanimate ends is dropped as garbled.
-AGENTIVE = frozenset(
-    {
-        "wear",
-        "hold",
-        "carry",
-        "ride",
-        "use",
-        "watch",
-        "look",
-        "eat",
-        "swing",
-        "throw",
-        "read",
-        "drink",
-        "catch",
-        "kick",
-        "feed",
-        "hug",
-        "kiss",
-        "pet",
-        "grab",
-        "reach",
-        "talk",
-        "stare",
-        "brush",
-        "serve",
-        "chase",
-        "climb",
-        "play",
-        "walk",
-        "smile",
-        "bite",
-        "chew",
-        "lick",
-        "sleep",
-        "skate",
-        "ski",
-        "surf",
-        "swim",
-        "type",
-    }
-)
+AGENTIVE = frozenset({
+    "bite", "brush", "carry", "catch", "chase", "chew", "climb", "drink", "eat", "feed", "grab", "hold",
+    "hug", "kick", "kiss", "lick", "look", "pet", "play", "reach", "read", "ride", "serve", "skate", "ski",
+    "sleep", "smile", "stare", "surf", "swim", "swing", "talk", "throw", "type", "use", "walk", "watch",
+    "wear", "hit", "try",
+})
 #: Postures and states things share with people ("laptop sitting on table"): turned around only when the
 #: object is animate and the subject is not ("(bench, sitting on, man)").
-POSTURES = frozenset({"sit", "stand", "lie", "lay", "lean", "rest", "hang", "perch", "float", "park"})
+POSTURES = frozenset({
+    "float", "hang", "lay", "lean", "lie", "park", "perch", "rest", "sit", "stand",
+})
 
 
 @dataclass(frozen=True)
@@ -254,28 +231,10 @@ def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
 
 # -- wording -------------------------------------------------------------------------------------------------
 
-_PLURALS = frozenset(
-    {
-        "people",
-        "men",
-        "women",
-        "children",
-        "feet",
-        "teeth",
-        "sheep",
-        "geese",
-        "mice",
-        "police",
-        "clothes",
-        "pants",
-        "jeans",
-        "shorts",
-        "glasses",
-        "sunglasses",
-        "trousers",
-        "scissors",
-    }
-)
+_PLURALS = frozenset({
+    "children", "clothes", "feet", "geese", "glasses", "jeans", "men", "mice", "pants", "people", "police",
+    "scissors", "sheep", "shorts", "sunglasses", "teeth", "trousers", "women",
+})
 
 
 def _is_plural(name: str) -> bool:
@@ -432,10 +391,13 @@ class _Pools:
         self.overall: dict[str, Counter[str]] = defaultdict(Counter)
         self.by_object: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
         self.by_subject: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+        #: Relation → whether it was seen with an animate subject / an inanimate one.
+        self.subject_kinds: dict[str, set[bool]] = defaultdict(set)
         for t in triplets:
             self.overall[t.category][t.relation] += 1
             self.by_object[(t.category, normalise_name(t.object))][t.relation] += 1
             self.by_subject[(t.category, normalise_name(t.subject))][t.relation] += 1
+            self.subject_kinds[t.relation].add(is_animate(t.subject))
         for spatial in {r for rs in CONTRASTS.values() for r in rs} | set(CONTRASTS):
             if lexicon_category(spatial) == PERCEPTION:
                 self.overall[PERCEPTION][spatial] += 0
@@ -481,11 +443,23 @@ def _usable_foil(graph: SceneGraph, triplet: Triplet, candidate: str, taken: Seq
     )
 
 
+def _weak_foil(candidate: str) -> bool:
+    """Relations that often hold alongside any other (nearness, looking at): unreliable "no" answers."""
+    core = spatial_core(candidate)
+    return candidate in WEAK_FOILS or (core is not None and core in PROXIMITY)
+
+
 def _foils(graph: SceneGraph, triplet: Triplet, pools: _Pools, rng: random.Random, count: int) -> list[str]:
     chosen: list[str] = []
+    animate = is_animate(triplet.subject)
     for candidate in pools.ordered(triplet, rng):
         if candidate not in pools.overall[triplet.category]:
             continue  # foils stay in the fact's category
+        if _weak_foil(candidate):
+            continue
+        kinds = pools.subject_kinds.get(candidate)
+        if triplet.category == COGNITIVE and kinds is not None and animate not in kinds:
+            continue  # "people parked on the road": an action this kind of subject is never seen doing
         if _usable_foil(graph, triplet, candidate, chosen):
             chosen.append(candidate)
             if len(chosen) == count:

@@ -126,7 +126,22 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g) for g in (
 
 #: Verbs that make another relation true: "A riding B" makes "A on B" true.
 IMPLIES: dict[str, frozenset[str]] = {
-    "ride": frozenset({"atop", "on", "upon", "with"}),
+    "ride": frozenset({"atop", "on", "sitting on", "upon", "with"}),
+    "swing": frozenset({"holding", "using"}),
+    "catch": frozenset({"holding", "touching"}),
+    "throw": frozenset({"holding", "touching"}),
+    "eat": frozenset({"biting", "holding"}),
+    "drink": frozenset({"holding"}),
+    "read": frozenset({"holding", "looking at"}),
+    "use": frozenset({"holding", "touching"}),
+    "talk": frozenset({"holding", "using"}),
+    "fly": frozenset({"holding"}),
+    "hit": frozenset({"swinging", "touching", "using"}),
+    "pull": frozenset({"holding", "touching"}),
+    "push": frozenset({"holding", "touching"}),
+    "feed": frozenset({"holding", "touching"}),
+    "watch": frozenset({"looking at"}),
+    "look": frozenset({"watching"}),
     "wear": frozenset({"has", "has on", "have", "in", "on", "with"}),
     "hold": frozenset({"carrying", "has", "have", "touching", "with"}),
     "carry": frozenset({"has", "have", "holding", "touching", "with"}),
@@ -411,7 +426,9 @@ def _implied(truth: str) -> frozenset[str]:
 
 def _implies(truth: str, other: str) -> bool:
     """Whether ``truth`` holding makes ``other`` hold (for the same subject and object)."""
-    return any(other == word or _same_group(word, other) for word in _implied(truth))
+    lemmas = _verb_lemmas(other)
+    return any(other == word or _same_group(word, other) or bool(lemmas & _verb_forms(word.split()[0]))
+               for word in _implied(truth))
 
 
 @lru_cache(maxsize=65536)

@@ -231,6 +231,24 @@ def _leading_letter(body: str, options: Mapping[str, str]) -> tuple[str, str] | 
     return letter, after  # "D is correct"
 
 
+def _word_spans(haystack: str, needle: str) -> list[tuple[int, int]]:
+    """Where ``needle`` occurs in ``haystack`` not inside a longer word (both lower-cased by the caller).
+
+    Plain string search rather than a regex per option: option and entity texts are nearly all different,
+    so per-item patterns would defeat the regex cache and dominate scoring time.
+    """
+    spans: list[tuple[int, int]] = []
+    start = haystack.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        before_ok = start == 0 or not haystack[start - 1].isalpha()
+        after_ok = end == len(haystack) or not haystack[end].isalpha()
+        if before_ok and after_ok:
+            spans.append((start, end))
+        start = haystack.find(needle, start + 1)
+    return spans
+
+
 def _option_text_matches(text: str, options: Mapping[str, str]) -> list[str]:
     lowered = text.lower()
     spans: dict[str, list[tuple[int, int]]] = {}
@@ -238,10 +256,7 @@ def _option_text_matches(text: str, options: Mapping[str, str]) -> list[str]:
         option = option.strip().lower()
         if not option:
             continue
-        found = [
-            (m.start(), m.end())
-            for m in re.finditer(r"(?<![a-z])" + re.escape(option) + r"(?![a-z])", lowered)
-        ]
+        found = _word_spans(lowered, option)
         if found:
             spans[letter] = found
     # An option found only inside a longer option's match ("on" inside "on top of") does not count.
@@ -289,11 +304,10 @@ def parse_choice(
         return ParsedAnswer(None, "ambiguous")
     if _REFUSALS.search(body):
         return ParsedAnswer(None, "refusal")
-    masked = body
-    for name in sorted((m for m in mask if m), key=len, reverse=True):
-        masked = re.sub(
-            r"(?<![A-Za-z])" + re.escape(name) + r"(?![A-Za-z])", " ", masked, flags=re.IGNORECASE
-        )
+    masked = body.lower()
+    for name in sorted((m.lower() for m in mask if m), key=len, reverse=True):
+        for start, end in reversed(_word_spans(masked, name)):
+            masked = masked[:start] + " " * (end - start) + masked[end:]
     matched = _option_text_matches(masked, options)
     if len(matched) == 1:
         return ParsedAnswer(matched[0], "option-text")

@@ -34,6 +34,15 @@ TASKS = ("yesno", "mcq", "vqa")
 RELATION_TYPES = ("perception", "cognitive")
 
 
+#: A record flattened for fast repeated lookups: metadata, then the record's extra fields on top.
+Row = dict[str, Any]
+
+
+def _row(record: SampleRecord) -> Row:
+    return {**record.metadata, **(record.model_extra or {}), "_failure": record.failure,
+            "_response": record.response}
+
+
 def record_field(record: SampleRecord, name: str) -> Any:
     """An extra field of a record (as written by the benchmark), falling back to its metadata."""
     extra = record.model_extra or {}
@@ -62,11 +71,11 @@ def _divide(a: float, b: float) -> float | None:
     return 100.0 * a / b if b else None
 
 
-def _yes_no_stats(records: Sequence[SampleRecord], key: str, prediction_key: str) -> dict[str, Any]:
+def _yes_no_stats(rows: Sequence[Row], key: str, prediction_key: str) -> dict[str, Any]:
     answered = [
-        (record_field(r, prediction_key), str(record_field(r, "label")).lower())
-        for r in records
-        if record_field(r, key) is not None
+        (r.get(prediction_key), str(r.get("label")).lower())
+        for r in rows
+        if r.get(key) is not None
     ]
     tp = sum(1 for p, y in answered if p == "yes" and y == "yes")
     fp = sum(1 for p, y in answered if p == "yes" and y == "no")
@@ -78,10 +87,10 @@ def _yes_no_stats(records: Sequence[SampleRecord], key: str, prediction_key: str
     else:
         f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
     pairs: dict[Any, list[bool | None]] = {}
-    for r in records:
-        pair = record_field(r, "pair")
+    for r in rows:
+        pair = r.get("pair")
         if pair is not None:
-            pairs.setdefault(pair, []).append(record_field(r, key))
+            pairs.setdefault(pair, []).append(r.get(key))
     complete = [v for v in pairs.values() if len(v) == 2]
     scored_pairs = [v for v in complete if None not in v]
     return {
@@ -96,16 +105,16 @@ def _yes_no_stats(records: Sequence[SampleRecord], key: str, prediction_key: str
     }
 
 
-def _mode_summary(records: Sequence[SampleRecord], key: str) -> dict[str, float | None]:
+def _mode_summary(rows: Sequence[Row], key: str) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     per_task: dict[str, float | None] = {}
     for task in TASKS:
         flags = [
-            bool(record_field(r, key))
-            for r in records
-            if record_field(r, "task") == task and record_field(r, key) is not None
+            bool(r.get(key))
+            for r in rows
+            if r.get("task") == task and r.get(key) is not None
         ]
-        if any(record_field(r, "task") == task for r in records):
+        if any(r.get("task") == task for r in rows):
             per_task[task] = halr(flags)
             out[f"halr_{task}"] = per_task[task]
     out["r_score"] = r_score(per_task)
@@ -119,16 +128,17 @@ def reefknot_metrics(
     entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
 ) -> MetricsReport:
     """Every Reefknot measure over scored records (see the module docstring)."""
-    scoring = [r for r in records if r.failure is None and record_field(r, "task") in TASKS]
-    failed = [r for r in records if r.failure is not None]
-    missing = [r for r in failed if r.response is None]
+    rows = [_row(r) for r in records]
+    scoring = [r for r in rows if r["_failure"] is None and r.get("task") in TASKS]
+    failed = [r for r in rows if r["_failure"] is not None]
+    missing = [r for r in failed if r["_response"] is None]
 
     metrics: dict[str, float | None] = {}
     groups: dict[str, dict[str, float | None]] = {}
     counts: dict[str, int] = {
         "samples": len(records),
-        "scored": sum(1 for r in scoring if record_field(r, "correct") is not None),
-        "unanswered": sum(1 for r in scoring if record_field(r, "correct") is None),
+        "scored": sum(1 for r in scoring if r.get("correct") is not None),
+        "unanswered": sum(1 for r in scoring if r.get("correct") is None),
         "missing_response": len(missing),
         "failed": len(failed) - len(missing),
     }
@@ -136,23 +146,23 @@ def reefknot_metrics(
 
     task_halr: dict[str, float | None] = {}
     for task in TASKS:
-        in_task = [r for r in scoring if record_field(r, "task") == task]
+        in_task = [r for r in scoring if r.get("task") == task]
         if not in_task:
             continue
-        flags = [bool(record_field(r, "correct")) for r in in_task if record_field(r, "correct") is not None]
+        flags = [bool(r.get("correct")) for r in in_task if r.get("correct") is not None]
         task_halr[task] = halr(flags)
         metrics[f"halr_{task}"] = task_halr[task]
         groups[task] = {"halr": task_halr[task], "accuracy": _accuracy(flags), "n": float(len(flags))}
         counts[f"unanswered_{task}"] = len(in_task) - len(flags)
         counts[f"mode_disagreements_{task}"] = sum(
-            1 for r in in_task if record_field(r, "paper_correct") != record_field(r, "robust_correct")
+            1 for r in in_task if r.get("paper_correct") != r.get("robust_correct")
         )
-        for relation_type in sorted({str(record_field(r, "relation_type")) for r in in_task}):
+        for relation_type in sorted({str(r.get("relation_type")) for r in in_task}):
             subset = [
-                bool(record_field(r, "correct"))
+                bool(r.get("correct"))
                 for r in in_task
-                if str(record_field(r, "relation_type")) == relation_type
-                and record_field(r, "correct") is not None
+                if str(r.get("relation_type")) == relation_type
+                and r.get("correct") is not None
             ]
             groups[f"{task}/{relation_type}"] = {
                 "halr": halr(subset),
@@ -162,10 +172,10 @@ def reefknot_metrics(
     metrics["r_score"] = r_score(task_halr)
     details["r_score_tasks"] = sorted(task_halr)
     counts["mode_disagreements"] = sum(
-        1 for r in scoring if record_field(r, "paper_correct") != record_field(r, "robust_correct")
+        1 for r in scoring if r.get("paper_correct") != r.get("robust_correct")
     )
 
-    yes_no = [r for r in scoring if record_field(r, "task") == "yesno"]
+    yes_no = [r for r in scoring if r.get("task") == "yesno"]
     if yes_no:
         stats = _yes_no_stats(yes_no, "correct", "prediction")
         metrics.update(
@@ -181,15 +191,15 @@ def reefknot_metrics(
         counts["yesno_pairs"] = stats["pairs_complete"]
         counts["yesno_pairs_scored"] = stats["pairs_scored"]
 
-    mcq = [r for r in scoring if record_field(r, "task") == "mcq"]
+    mcq = [r for r in scoring if r.get("task") == "mcq"]
     if mcq:
         chosen = Counter(
             p if p in ("A", "B", "C", "D") else "other"
             for r in mcq
-            if record_field(r, "correct") is not None
-            for p in [record_field(r, "prediction")]
+            if r.get("correct") is not None
+            for p in [r.get("prediction")]
         )
-        labels = Counter(str(record_field(r, "label")) for r in mcq)
+        labels = Counter(str(r.get("label")) for r in mcq)
         total = sum(chosen.values())
         details["mcq_letters"] = {
             "chosen": {k: chosen.get(k, 0) for k in ("A", "B", "C", "D", "other")},
@@ -203,19 +213,19 @@ def reefknot_metrics(
     metrics["robust_r_score"] = modes["robust"]["r_score"]
     details["parse_rules"] = dict(
         Counter(
-            f"{record_field(r, 'task')}:{record_field(r, 'parse')}"
+            f"{r.get('task')}:{r.get('parse')}"
             for r in scoring
-            if record_field(r, "parse")
+            if r.get("parse")
         )
     )
 
     entries = []
     for r in scoring:
-        probs = record_field(r, "answer_probs")
-        correct = record_field(r, "correct")
+        probs = r.get("answer_probs")
+        correct = r.get("correct")
         if isinstance(probs, Mapping) and probs and correct is not None:
             entries.append(
-                (str(record_field(r, "task")), {str(k): float(v) for k, v in probs.items()}, not correct)
+                (str(r.get("task")), {str(k): float(v) for k, v in probs.items()}, not correct)
             )
     if entries:
         confidence = confidence_report(entries, threshold=entropy_threshold)

@@ -1,0 +1,94 @@
+"""How long scoring all 21,560 official Reefknot items takes when the responses are supplied.
+
+Yes/no and multiple-choice answers are read by both rule sets (paper and robust) for every item; VQA goes
+through the bidirectional-entailment path with the judge stubbed out by an instant exact-match function, so
+the figure measures halluscope's own work (loading, parsing, records, metrics), not an NLI model's.
+
+The synthetic answers mix the shapes real models produce ("Yes.", "No, there is not.", " B", "The answer
+is C.", the option's text, refusals, bare relations), with answer-token probabilities on yes/no items so
+the confidence analysis runs too. Scoring goes in chunks of 64, as ``halluscope run`` does.
+
+Run: ``.venv/bin/python bench/reefknot_scoring_speed.py`` (reads ``$HALLUSCOPE_SHARED`` or ``../shared``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from pathlib import Path
+
+from halluscope.benchmarks import ScoringContext
+from halluscope.benchmarks.reefknot import Reefknot
+from halluscope.judges.entailment import FunctionEntailment
+from halluscope.runs.cache import Cache
+from halluscope.types import Response, Sample, SampleRecord
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("HALLUSCOPE_SHARED", REPO_ROOT.parent / "shared"))
+DATA = SHARED / "data" / "reefknot"
+CHUNK = 64
+
+
+def exact_match(premise: str, hypothesis: str) -> bool:
+    return premise.lower().strip(" .") == hypothesis.lower().strip(" .")
+
+
+def synthetic_answer(sample: Sample, rng: random.Random) -> Response:
+    meta = sample.metadata
+    label = str(meta["label"])
+    metadata: dict[str, float] = {}
+    if meta["task"] == "yesno":
+        text = rng.choice(["Yes.", "yes", "No, there is not.", "No", "I cannot tell from the image.",
+                           "No, the eyes are closed.", f"Sure! {label.capitalize()}, it is."])
+        p_yes = rng.random()
+        metadata = {"yes_prob": p_yes, "no_prob": (1 - p_yes) * rng.uniform(0.8, 1.0)}
+    elif meta["task"] == "mcq":
+        options = meta.get("options", {})
+        letter = rng.choice("ABCD")
+        text = rng.choice([letter, f" {letter}", f"({letter})", f"The answer is {letter}.",
+                           f"{letter}. {options.get(letter, '')}", options.get(letter, letter)])
+    else:
+        text = rng.choice([label, "on", "I don't know.", f"The {meta.get('subject', 'thing')} is near it."])
+    return Response(id=sample.id, response=text, metadata=metadata)
+
+
+async def score_all(bench: Reefknot, pairs: list[tuple[Sample, Response | None]]) -> list[SampleRecord]:
+    ctx = ScoringContext(cache=Cache(None))
+    records: list[SampleRecord] = []
+    for start in range(0, len(pairs), CHUNK):
+        records.extend(await bench.score_many(pairs[start : start + CHUNK], ctx))
+    return records
+
+
+def main() -> None:
+    started = time.perf_counter()
+    judge = FunctionEntailment(exact_match, label="exact-match stub")
+    bench = Reefknot(data=DATA, entailment=judge)
+    samples = list(bench.samples())
+    loaded = time.perf_counter()
+
+    rng = random.Random(0)
+    pairs: list[tuple[Sample, Response | None]] = [(s, synthetic_answer(s, rng)) for s in samples]
+    prepared = time.perf_counter()
+
+    records = asyncio.run(score_all(bench, pairs))
+    scored = time.perf_counter()
+    report = bench.metrics(records)
+    done = time.perf_counter()
+
+    shown = ("scored", "unanswered", "mode_disagreements", "with_answer_probs")
+    counts = ", ".join(f"{k} {report.counts[k]}" for k in shown if k in report.counts)
+    print(f"items: {len(records)} ({counts})")
+    print(f"load official files:          {loaded - started:6.2f} s")
+    print(f"score (both modes, chunks 64): {scored - prepared:6.2f} s  "
+          f"({1e6 * (scored - prepared) / len(records):.0f} µs/item; {judge.calls} stub entailment calls)")
+    print(f"metrics + confidence:          {done - scored:6.2f} s")
+    print(f"total (load + score + metrics): {(loaded - started) + (done - prepared):5.2f} s")
+    robust, paper = report.metrics["robust_r_score"], report.metrics["paper_r_score"]
+    print(f"R (robust) {robust:.2f}, R (paper) {paper:.2f}")
+
+
+if __name__ == "__main__":
+    main()
