@@ -37,8 +37,11 @@ def main() -> None:
     bench = TriHE(args.data, limit=args.limit)
     with tempfile.TemporaryDirectory() as tmp:
         cache = Cache(Path(tmp) / "cache.sqlite")
-        ctx = ScoringContext(cache=cache, extractor=EXTRACTORS.create(args.extractor, cache=cache),
-                             judge=JUDGES.create(args.judge, cache=cache))
+        ctx = ScoringContext(
+            cache=cache,
+            extractor=EXTRACTORS.create(args.extractor, cache=cache),
+            judge=JUDGES.create(args.judge, cache=cache),
+        )
         rows = []
         for label, mismatched in (("ground-truth answers", False), ("mismatched answers", True)):
             answers = {r.id: r for r in ground_truth_responses(bench, mismatched=mismatched)}
@@ -53,11 +56,15 @@ def main() -> None:
             rows.append((label, report, first, rerun))
 
     print(f"Tri-HE, {len(list(bench.samples()))} questions, extractor={args.extractor}, judge={args.judge}")
-    print(f"{'responses':<22}{'Hallu-Q':>9}{'Hallu-I':>9}{'claims':>8}{'0-claim':>9}{'first s':>9}{'rerun s':>9}")
+    print(
+        f"{'responses':<22}{'Hallu-Q':>9}{'Hallu-I':>9}{'claims':>8}{'0-claim':>9}{'first s':>9}{'rerun s':>9}"
+    )
     for label, report, first, rerun in rows:
         m, c = report.metrics, report.counts
-        print(f"{label:<22}{m['hallu_q']:>9.2f}{m['hallu_i']:>9.2f}{c['claims']:>8}"
-              f"{c['zero_claim_questions']:>9}{first:>9.1f}{rerun:>9.2f}")
+        print(
+            f"{label:<22}{m['hallu_q']:>9.2f}{m['hallu_i']:>9.2f}{c['claims']:>8}"
+            f"{c['zero_claim_questions']:>9}{first:>9.1f}{rerun:>9.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -18,17 +18,20 @@ def write_lines(path, lines):
 
 
 def test_every_bad_line_is_reported_with_its_line_number_and_the_rest_load(tmp_path):
-    path = write_lines(tmp_path / "r.jsonl", [
-        json.dumps({"id": "a-0", "response": "A dog.", "claims": [["dog", "is", "brown"]]}),
-        "{broken json",
-        json.dumps({"id": "a-1"}),
-        json.dumps({"response": "no id"}),
-        json.dumps({"id": "a-0", "response": "again"}),
-        json.dumps({"id": "zzz", "response": "unknown"}),
-        json.dumps({"id": "a-2", "response": "x", "claims": [["only", "two"]]}),
-        json.dumps({"id": "a-3", "response": 5}),
-        json.dumps({"id": "a-4", "response": "", "extra": 1}),
-    ])
+    path = write_lines(
+        tmp_path / "r.jsonl",
+        [
+            json.dumps({"id": "a-0", "response": "A dog.", "claims": [["dog", "is", "brown"]]}),
+            "{broken json",
+            json.dumps({"id": "a-1"}),
+            json.dumps({"response": "no id"}),
+            json.dumps({"id": "a-0", "response": "again"}),
+            json.dumps({"id": "zzz", "response": "unknown"}),
+            json.dumps({"id": "a-2", "response": "x", "claims": [["only", "two"]]}),
+            json.dumps({"id": "a-3", "response": 5}),
+            json.dumps({"id": "a-4", "response": "", "extra": 1}),
+        ],
+    )
     loaded = load_responses(path, benchmark_ids={"a-0", "a-1", "a-2", "a-3", "a-4"})
     assert set(loaded.responses) == {"a-0", "a-4"}
     assert loaded.responses["a-0"].claims == [Claim(subject="dog", relation="is", object="brown")]
@@ -53,15 +56,23 @@ def test_a_file_with_nothing_usable_is_an_error(tmp_path):
 
 
 def test_round_trip(tmp_path):
-    items = [Response(id="x-0", response="A cat.", claims=[Claim.of(("cat", "on", "mat"))], metadata={"p": 0.5})]
+    items = [
+        Response(id="x-0", response="A cat.", claims=[Claim.of(("cat", "on", "mat"))], metadata={"p": 0.5})
+    ]
     path = write_responses(tmp_path / "out.jsonl", items)
     loaded = load_responses(path)
     assert loaded.responses["x-0"] == items[0]
 
 
 def test_official_tri_he_layout(tmp_path):
-    data = {"1": {"instance": [{"question": "Q", "answer": "A", "triplet": [], "llava": "It is red."},
-                               {"question": "Q2", "answer": "A2", "triplet": []}]}}
+    data = {
+        "1": {
+            "instance": [
+                {"question": "Q", "answer": "A", "triplet": [], "llava": "It is red."},
+                {"question": "Q2", "answer": "A2", "triplet": []},
+            ]
+        }
+    }
     path = tmp_path / "answers.json"
     path.write_text(json.dumps(data))
     loaded = read_any_responses(path)

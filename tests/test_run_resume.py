@@ -15,10 +15,30 @@ N = 240
 
 
 def run_cli(out, responses, env, **kwargs):
-    command = [sys.executable, "-m", "halluscope.cli.main", "run", "--benchmark", "tri-he",
-               "--data", str(TRI_HE_JSON), "--responses", str(responses), "--limit", str(N),
-               "--judge", "similarity", "--chunk-size", "8", "--out", str(out), "--quiet"]
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    command = [
+        sys.executable,
+        "-m",
+        "halluscope.cli.main",
+        "run",
+        "--benchmark",
+        "tri-he",
+        "--data",
+        str(TRI_HE_JSON),
+        "--responses",
+        str(responses),
+        "--limit",
+        str(N),
+        "--judge",
+        "similarity",
+        "--chunk-size",
+        "8",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
+    return subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    )
 
 
 def lines(path):
@@ -28,8 +48,9 @@ def lines(path):
 def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
     bench = TriHE(TRI_HE_JSON, limit=N)
     # Mismatched answers give a mix of supported and hallucinated verdicts; claims are supplied.
-    responses = write_responses(tmp_path / "responses.jsonl",
-                                ground_truth_responses(bench, with_claims=True, mismatched=True))
+    responses = write_responses(
+        tmp_path / "responses.jsonl", ground_truth_responses(bench, with_claims=True, mismatched=True)
+    )
     env = {**os.environ, "HALLUSCOPE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
 
     full = tmp_path / "full"
@@ -69,8 +90,31 @@ def test_a_run_dir_with_another_configuration_is_refused(tmp_path):
     first = run_cli(out, responses, env)
     assert first.wait(timeout=600) == 0
     other = subprocess.run(
-        [sys.executable, "-m", "halluscope.cli.main", "run", "-b", "tri-he", "--data", str(TRI_HE_JSON),
-         "-r", str(responses), "--limit", "4", "--judge", "similarity", "--judge-opt", "verdict_threshold=0.7",
-         "--out", str(out), "--quiet"], env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "halluscope.cli.main",
+            "run",
+            "-b",
+            "tri-he",
+            "--data",
+            str(TRI_HE_JSON),
+            "-r",
+            str(responses),
+            "--limit",
+            "4",
+            "--judge",
+            "similarity",
+            "--judge-opt",
+            "verdict_threshold=0.7",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert other.returncode == 2
     assert "different judge" in other.stderr

@@ -7,17 +7,17 @@ S, H, U = VerdictLabel.SUPPORTED, VerdictLabel.HALLUCINATED, VerdictLabel.UNJUDG
 
 
 def record(sample_id, image_id, verdicts, failure=None):
-    claims = [
-        JudgedClaim(subject="a", relation="b", object="c", verdict=v, error=e) for v, e in verdicts
-    ]
-    return SampleRecord(id=sample_id, prompt="q", response="r", image_id=image_id, claims=claims, failure=failure)
+    claims = [JudgedClaim(subject="a", relation="b", object="c", verdict=v, error=e) for v, e in verdicts]
+    return SampleRecord(
+        id=sample_id, prompt="q", response="r", image_id=image_id, claims=claims, failure=failure
+    )
 
 
 def test_hallu_q_and_hallu_i_follow_the_reference_rules():
     records = [
-        record("1-0", "1", [(S, None), (H, ErrorType.OBJECT)]),            # h = 0.5, object 0.5
-        record("1-1", "1", [(H, ErrorType.RELATION)]),                      # h = 1.0, relation 1.0
-        record("1-2", "1", []),                                             # zero claims: skipped
+        record("1-0", "1", [(S, None), (H, ErrorType.OBJECT)]),  # h = 0.5, object 0.5
+        record("1-1", "1", [(H, ErrorType.RELATION)]),  # h = 1.0, relation 1.0
+        record("1-2", "1", []),  # zero claims: skipped
         record("2-0", "2", [(S, None), (S, None), (U, None), (H, ErrorType.RELATION)]),  # h = 1/3
         record("3-0", "3", [], failure="missing response"),
     ]

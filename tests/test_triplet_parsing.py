@@ -21,16 +21,27 @@ def test_every_official_triplet_string_parses_into_non_empty_parts():
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ("(Traffic light for the camera-facing direction, is ,red)",
-         [("Traffic light for the camera-facing direction", "is", "red")]),
+        (
+            "(Traffic light for the camera-facing direction, is ,red)",
+            [("Traffic light for the camera-facing direction", "is", "red")],
+        ),
         ("(People, riding ,elephant)", [("People", "riding", "elephant")]),
         ("(bus, is,stopped)", [("bus", "is", "stopped")]),
-        ("(Woman, reason for attention, Curiosity/Distraction, photographer)",
-         [("Woman", "reason for attention", "Curiosity/Distraction, photographer")]),
-        ("(snow-covered trees, indicating, cold weather,; (cloudy sky, indicating, potential snowfall)",
-         [("snow-covered trees", "indicating", "cold weather"), ("cloudy sky", "indicating", "potential snowfall")]),
-        ("(snow on the ground, covers, mountains, (people, wearing, winter clothing)",
-         [("snow on the ground", "covers", "mountains"), ("people", "wearing", "winter clothing")]),
+        (
+            "(Woman, reason for attention, Curiosity/Distraction, photographer)",
+            [("Woman", "reason for attention", "Curiosity/Distraction, photographer")],
+        ),
+        (
+            "(snow-covered trees, indicating, cold weather,; (cloudy sky, indicating, potential snowfall)",
+            [
+                ("snow-covered trees", "indicating", "cold weather"),
+                ("cloudy sky", "indicating", "potential snowfall"),
+            ],
+        ),
+        (
+            "(snow on the ground, covers, mountains, (people, wearing, winter clothing)",
+            [("snow on the ground", "covers", "mountains"), ("people", "wearing", "winter clothing")],
+        ),
     ],
 )
 def test_the_six_irregular_official_strings(raw, expected):

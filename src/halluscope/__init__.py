@@ -5,7 +5,16 @@ The public nouns are few: :class:`Sample`, :class:`Response`, :class:`Claim`, :c
 benchmarks, models, extractors and judges. Everything heavy is imported lazily.
 """
 
-from halluscope.types import Claim, ErrorType, JudgedClaim, Response, Sample, SampleRecord, Verdict, VerdictLabel
+from halluscope.types import (
+    Claim,
+    ErrorType,
+    JudgedClaim,
+    Response,
+    Sample,
+    SampleRecord,
+    Verdict,
+    VerdictLabel,
+)
 
 __version__ = "0.1.0"
 

@@ -21,7 +21,9 @@ class UnknownComponentError(KeyError):
 class Registry(Generic[T]):
     """Maps short names to ``"module:factory"`` paths; the factory takes keyword options."""
 
-    def __init__(self, kind: str, entries: dict[str, str], descriptions: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, kind: str, entries: dict[str, str], descriptions: dict[str, str] | None = None
+    ) -> None:
         self.kind = kind
         self._entries = dict(entries)
         self.descriptions = dict(descriptions or {})

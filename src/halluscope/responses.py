@@ -69,7 +69,9 @@ def parse_response_row(row: Any, where: str) -> Response:
     if isinstance(row.get("metadata"), dict):
         metadata = {**{k: v for k, v in metadata.items() if k != "metadata"}, **row["metadata"]}
     model = row.get("model") if isinstance(row.get("model"), str) else None
-    return Response(id=str(sample_id), response=row["response"], claims=claims, model=model, metadata=metadata)
+    return Response(
+        id=str(sample_id), response=row["response"], claims=claims, model=model, metadata=metadata
+    )
 
 
 def load_responses(path: Path, *, benchmark_ids: set[str] | None = None) -> ResponsesFile:
@@ -101,13 +103,16 @@ def load_responses(path: Path, *, benchmark_ids: set[str] | None = None) -> Resp
                 )
                 continue
             if benchmark_ids is not None and response.id not in benchmark_ids:
-                result.problems.append(f"{where}: unknown id {response.id!r}: no such sample in the benchmark")
+                result.problems.append(
+                    f"{where}: unknown id {response.id!r}: no such sample in the benchmark"
+                )
                 continue
             first_line[response.id] = line_number
             result.responses[response.id] = response
     if not result.responses and result.problems:
         raise ResponsesError(
-            f"no usable response in {path}: " + "; ".join(result.problems[:5])
+            f"no usable response in {path}: "
+            + "; ".join(result.problems[:5])
             + (f" (and {len(result.problems) - 5} more problems)" if len(result.problems) > 5 else "")
         )
     return result
@@ -142,7 +147,9 @@ def load_tri_he_answers(path: Path, key: str | None = None) -> ResponsesFile:
     return result
 
 
-def read_any_responses(path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None) -> ResponsesFile:
+def read_any_responses(
+    path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
+) -> ResponsesFile:
     """Pick the reader by content: a JSON object keyed by image id is the Tri-HE layout, else JSONL."""
     path = Path(path)
     if path.suffix == ".json":

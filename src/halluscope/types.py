@@ -150,9 +150,12 @@ class SampleRecord(BaseModel):
     #: Set when a stage failed for this sample; the sample is kept and reported, not dropped.
     failure: str | None = None
     image_id: str | None = None
+    image_path: str | None = None
+    #: The benchmark's reference answer, when it has one.
+    reference: str | None = None
+    #: The model that gave the response, when known.
+    model: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def count(self, label: VerdictLabel, error: ErrorType | None = None) -> int:
-        return sum(
-            1 for c in self.claims if c.verdict == label and (error is None or c.error == error)
-        )
+        return sum(1 for c in self.claims if c.verdict == label and (error is None or c.error == error))

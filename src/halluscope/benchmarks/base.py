@@ -10,9 +10,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
 from pathlib import Path
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 

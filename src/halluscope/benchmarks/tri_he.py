@@ -42,7 +42,7 @@ def download_tri_he(target_dir: Path | None = None) -> Path:
     target_dir.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".part")
     try:
-        with urllib.request.urlopen(OFFICIAL_URL, timeout=60) as answer:  # noqa: S310 - fixed https URL
+        with urllib.request.urlopen(OFFICIAL_URL, timeout=60) as answer:
             tmp.write_bytes(answer.read())
     except OSError as error:
         raise TriHEDataError(
@@ -114,7 +114,9 @@ class TriHE(Benchmark):
     default_extractor: ClassVar[str | None] = "rules"
     default_judge: ClassVar[str | None] = "similarity"
 
-    def __init__(self, data: Path | None = None, images: Path | None = None, limit: int | None = None) -> None:
+    def __init__(
+        self, data: Path | None = None, images: Path | None = None, limit: int | None = None
+    ) -> None:
         self.path = resolve_data_path(data)
         self.images_dir = Path(images) if images else self.path.parent / "images"
         self.limit = limit
@@ -136,7 +138,12 @@ class TriHE(Benchmark):
         return {image_id: scene_from_entry(image_id, entry) for image_id, entry in self.raw.items()}
 
     def spec(self) -> dict[str, Any]:
-        return {"benchmark": self.name, "data": str(self.path), "images": str(self.images_dir), "limit": self.limit}
+        return {
+            "benchmark": self.name,
+            "data": str(self.path),
+            "images": str(self.images_dir),
+            "limit": self.limit,
+        }
 
     def samples(self) -> Iterator[Sample]:
         count = 0
@@ -167,7 +174,9 @@ class TriHE(Benchmark):
         return triplet_metrics(records, benchmark=self.name)
 
 
-def ground_truth_responses(bench: TriHE, *, with_claims: bool = False, mismatched: bool = False) -> list[Response]:
+def ground_truth_responses(
+    bench: TriHE, *, with_claims: bool = False, mismatched: bool = False
+) -> list[Response]:
     """Reference answers as responses: a sanity check of the instrument.
 
     With ``mismatched``, every question gets the reference answer of a question about a *different* image
@@ -190,6 +199,12 @@ def ground_truth_responses(bench: TriHE, *, with_claims: bool = False, mismatche
         claims = None
         if with_claims:
             claims = [c for text in source.metadata["gt_triplets"] for c in parse_triplet_string(text)]
-        responses.append(Response(id=sample.id, response=source.reference or "", claims=claims,
-                                  model="mismatched-ground-truth" if mismatched else "ground-truth"))
+        responses.append(
+            Response(
+                id=sample.id,
+                response=source.reference or "",
+                claims=claims,
+                model="mismatched-ground-truth" if mismatched else "ground-truth",
+            )
+        )
     return responses

@@ -38,8 +38,11 @@ async def _extract(texts: list[str], ctx: ScoringContext) -> list[list[Claim] | 
         by_text = dict(zip(unique, fresh, strict=True))
         ctx.cache.put_many(
             EXTRACT_NAMESPACE,
-            {content_key(identity, t): [list(c.as_tuple()) for c in r] for t, r in by_text.items()
-             if not isinstance(r, Failure)},
+            {
+                content_key(identity, t): [list(c.as_tuple()) for c in r]
+                for t, r in by_text.items()
+                if not isinstance(r, Failure)
+            },
         )
         for i in missing:
             results[i] = by_text[texts[i]]
@@ -115,7 +118,8 @@ async def score_open_answers(
             to_extract.append(i)
 
     if to_extract:
-        extracted = await _extract([pairs[i][1].response for i in to_extract if pairs[i][1]], ctx)
+        texts = [response.response for i in to_extract if (response := pairs[i][1]) is not None]
+        extracted = await _extract(texts, ctx)
         for i, result in zip(to_extract, extracted, strict=True):
             if isinstance(result, Failure):
                 records[i].failure = f"extraction failed: {result.reason}"
@@ -140,6 +144,7 @@ async def score_open_answers(
             if isinstance(verdicts, Failure):
                 verdicts = [Verdict.unjudged(f"judge failed: {verdicts.reason}")] * len(item.claims)
             records[i].claims = [
-                JudgedClaim.from_parts(claim, verdict) for claim, verdict in zip(item.claims, verdicts, strict=True)
+                JudgedClaim.from_parts(claim, verdict)
+                for claim, verdict in zip(item.claims, verdicts, strict=True)
             ]
     return records

@@ -20,8 +20,12 @@ def list_components() -> None:
     table.add_column("kind")
     table.add_column("name")
     table.add_column("what it is")
-    for kind, registry in (("benchmark", BENCHMARKS), ("extractor", EXTRACTORS), ("judge", JUDGES),
-                           ("model", MODELS)):
+    for kind, registry in (
+        ("benchmark", BENCHMARKS),
+        ("extractor", EXTRACTORS),
+        ("judge", JUDGES),
+        ("model", MODELS),
+    ):
         for name in registry.names():
             table.add_row(kind, name, registry.descriptions.get(name, ""))
     console().print(table)

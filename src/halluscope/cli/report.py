@@ -13,7 +13,9 @@ from halluscope.cli.common import console, fail
 def report(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run directories to compare.")],
     csv: Annotated[Path | None, typer.Option("--csv", help="Write the table as CSV here.")] = None,
-    markdown: Annotated[Path | None, typer.Option("--markdown", "--md", help="Write a markdown table.")] = None,
+    markdown: Annotated[
+        Path | None, typer.Option("--markdown", "--md", help="Write a markdown table.")
+    ] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
 ) -> None:
     """Print a comparison table of runs (rows) and their metrics (columns)."""

@@ -11,34 +11,44 @@ from halluscope.cli.common import console, fail, interactive, open_cache, parse_
 
 
 def run(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark name (see `halluscope list`).")],
+    benchmark: Annotated[
+        str, typer.Option("--benchmark", "-b", help="Benchmark name (see `halluscope list`).")
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory (created; re-run to resume).")],
     data: Annotated[
         Path | None, typer.Option("--data", help="Benchmark data file or folder (downloaded if omitted).")
     ] = None,
     responses: Annotated[
         Path | None,
-        typer.Option("--responses", "-r", help="Answers: halluscope JSONL or the benchmark's official layout."),
+        typer.Option(
+            "--responses", "-r", help="Answers: halluscope JSONL or the benchmark's official layout."
+        ),
     ] = None,
     responses_key: Annotated[
         str | None, typer.Option(help="Field holding the answers in an official-layout file.")
     ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", "-m", help="Collect answers from this model first (provider/name).")
+        str | None,
+        typer.Option("--model", "-m", help="Collect answers from this model first (provider/name)."),
     ] = None,
     model_opt: Annotated[list[str] | None, typer.Option(help="Model option key=value (repeatable).")] = None,
     extractor: Annotated[str | None, typer.Option(help="Claim extractor: rules | llm.")] = None,
     extractor_model: Annotated[str | None, typer.Option(help="LLM for the llm extractor.")] = None,
     extractor_opt: Annotated[list[str] | None, typer.Option(help="Extractor option key=value.")] = None,
-    judge: Annotated[str | None, typer.Option(help="Judge: similarity | typed | llm (benchmark default).")] = None,
+    judge: Annotated[
+        str | None, typer.Option(help="Judge: similarity | typed | llm (benchmark default).")
+    ] = None,
     judge_model: Annotated[
         str | None, typer.Option(help="Embedding model (similarity, typed) or LLM (llm) for the judge.")
     ] = None,
     judge_opt: Annotated[list[str] | None, typer.Option(help="Judge option key=value (repeatable).")] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint for LLM stages (else $HALLUSCOPE_BASE_URL).")
+        str | None,
+        typer.Option(help="OpenAI-compatible endpoint for LLM stages (else $HALLUSCOPE_BASE_URL)."),
     ] = None,
-    bench_opt: Annotated[list[str] | None, typer.Option(help="Benchmark option key=value (repeatable).")] = None,
+    bench_opt: Annotated[
+        list[str] | None, typer.Option(help="Benchmark option key=value (repeatable).")
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
@@ -53,7 +63,7 @@ def run(
     from halluscope.judges import JUDGES
     from halluscope.registry import UnknownComponentError
     from halluscope.report.table import metrics_table
-    from halluscope.responses import ResponsesError, read_any_responses
+    from halluscope.responses import ResponsesError
     from halluscope.runs.runner import run_benchmark
     from halluscope.runs.store import RunDirError
 
@@ -71,8 +81,14 @@ def run(
         fail(str(error))
     store = open_cache(cache, no_cache)
 
-    def component(registry: Any, name: str | None, default: str | None, model_name: str | None,
-                  opts: list[str] | None, flag: str) -> Any:
+    def component(
+        registry: Any,
+        name: str | None,
+        default: str | None,
+        model_name: str | None,
+        opts: list[str] | None,
+        flag: str,
+    ) -> Any:
         chosen = name or default
         if chosen is None:
             return None
@@ -130,14 +146,21 @@ def run(
 
     ctx = ScoringContext(
         cache=store,
-        extractor=component(EXTRACTORS, extractor, bench.default_extractor, extractor_model, extractor_opt,
-                            "--extractor-opt"),
+        extractor=component(
+            EXTRACTORS, extractor, bench.default_extractor, extractor_model, extractor_opt, "--extractor-opt"
+        ),
         judge=component(JUDGES, judge, bench.default_judge, judge_model, judge_opt, "--judge-opt"),
     )
     try:
         report = run_benchmark(
-            bench, answers, ctx, out, spec_extra=spec_extra, chunk_size=chunk_size,
-            show_progress=not quiet and interactive(), overwrite=overwrite,
+            bench,
+            answers,
+            ctx,
+            out,
+            spec_extra=spec_extra,
+            chunk_size=chunk_size,
+            show_progress=not quiet and interactive(),
+            overwrite=overwrite,
         )
     except RunDirError as error:
         fail(str(error))

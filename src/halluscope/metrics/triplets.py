@@ -100,7 +100,12 @@ def triplet_metrics(records: Sequence[SampleRecord], benchmark: str = "tri-he") 
 
     metrics: dict[str, float | None] = {}
     typed = counts["untyped_hallucinated_claims"] == 0
-    for kind, prefix in (("all", ""), ("object", "object_"), ("relation", "relation_"), ("attribute", "attribute_")):
+    for kind, prefix in (
+        ("all", ""),
+        ("object", "object_"),
+        ("relation", "relation_"),
+        ("attribute", "attribute_"),
+    ):
         q, i = _question_and_image_means(per_kind[kind])
         if kind != "all" and not typed:
             q = i = None

@@ -26,7 +26,9 @@ class RunSummary:
 
 def _component_name(value: Any) -> str:
     if isinstance(value, dict):
-        name = value.get("judge") or value.get("extractor") or value.get("name") or value.get("provider") or "?"
+        name = (
+            value.get("judge") or value.get("extractor") or value.get("name") or value.get("provider") or "?"
+        )
         detail = value.get("model") or value.get("spec")
         return f"{name} ({detail})" if detail else str(name)
     return "" if value is None else str(value)
@@ -74,8 +76,15 @@ def to_csv(summaries: Sequence[RunSummary]) -> str:
     writer = csv.writer(buffer)
     writer.writerow(["run", "benchmark", "model", "judge", *columns])
     for s in summaries:
-        writer.writerow([s.run, s.benchmark, s.model, s.judge, *("" if s.metrics.get(c) is None else s.metrics[c]
-                                                                  for c in columns)])
+        writer.writerow(
+            [
+                s.run,
+                s.benchmark,
+                s.model,
+                s.judge,
+                *("" if s.metrics.get(c) is None else s.metrics[c] for c in columns),
+            ]
+        )
     return buffer.getvalue()
 
 

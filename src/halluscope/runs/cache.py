@@ -140,7 +140,9 @@ class Cache:
             if namespace is None:
                 row = self._conn.execute("SELECT COUNT(*) FROM entries").fetchone()
             else:
-                row = self._conn.execute("SELECT COUNT(*) FROM entries WHERE namespace=?", (namespace,)).fetchone()
+                row = self._conn.execute(
+                    "SELECT COUNT(*) FROM entries WHERE namespace=?", (namespace,)
+                ).fetchone()
         return int(row[0])
 
     def close(self) -> None:

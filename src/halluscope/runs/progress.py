@@ -54,7 +54,7 @@ class RichProgress:
     def start(self, description: str, total: int, done: int = 0) -> None:
         if self._task is not None:
             self._progress.remove_task(self._task)  # type: ignore[arg-type]
-        self._task = self._progress.add_task(description, total=total, completed=done)  # type: ignore[assignment]
+        self._task = self._progress.add_task(description, total=total, completed=done)
 
     def advance(self, n: int = 1) -> None:
         if self._task is not None:

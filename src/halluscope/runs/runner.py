@@ -32,7 +32,9 @@ from halluscope.types import Response, SampleRecord
 IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model")
 
 
-def build_spec(benchmark: Benchmark, ctx: ScoringContext, spec_extra: Mapping[str, Any] | None) -> dict[str, Any]:
+def build_spec(
+    benchmark: Benchmark, ctx: ScoringContext, spec_extra: Mapping[str, Any] | None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "halluscope_version": __version__,
         "benchmark": benchmark.spec(),

@@ -186,8 +186,11 @@ class SceneGraph:
     def fingerprint(self) -> str:
         """A content hash, so cached judgements are reused only against the same ground truth."""
         payload = json.dumps(
-            {"objects": sorted(self.object_names), "facts": sorted(c.as_tuple() for c in self.reference_claims),
-             "texts": sorted(self.reference_texts)},
+            {
+                "objects": sorted(self.object_names),
+                "facts": sorted(c.as_tuple() for c in self.reference_claims),
+                "texts": sorted(self.reference_texts),
+            },
             sort_keys=True,
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:20]
@@ -197,7 +200,9 @@ class SceneGraph:
         return {
             "image_id": self.image_id,
             "objects": self.entities(objects_only=True),
-            "attributes": {d["name"]: list(d["attributes"]) for _, d in self.graph.nodes(data=True) if d["attributes"]},
+            "attributes": {
+                d["name"]: list(d["attributes"]) for _, d in self.graph.nodes(data=True) if d["attributes"]
+            },
             "relations": [[r.subject, r.predicate, r.object] for r in self.relations()],
         }
 
