@@ -69,6 +69,7 @@ _OTHER_PRONOUNS = frozenset(
     }
 )
 _CONTAINERS = frozenset({"bowl", "plate", "cup", "glass", "box", "bag", "basket", "jar"})
+_PLACE_NOUNS = frozenset({"front", "top", "side", "middle", "back", "bottom", "edge", "center", "centre"})
 _COPULA_LEMMAS = frozenset({"be", "look", "appear", "seem", "remain", "stay", "become"})
 _NEGATING_DETERMINERS = frozenset({"no", "neither", "none"})
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
@@ -240,6 +241,35 @@ class RulesExtractor(Extractor):
                 if adjective in name.replace("-", " ").split():  # "stir" of "stir-fry"
                     continue
                 out.append(Claim(subject=name, relation="is", object=adjective))
+
+        # "The cup is on the table": SceneGraphParser only follows verbs, and spaCy tags this "is" as AUX.
+        for token in doc:
+            if token.dep_ != "prep":
+                continue
+            governor, relation = token.head, token.text.lower()
+            if governor.lower_ in {"next", "close", "adjacent"} and governor.dep_ in {"advmod", "prep", "acomp"}:
+                relation = f"{governor.lower_} {relation}"  # "next to", "close to"
+                governor = governor.head
+            if governor.lemma_ != "be" or _has_negation(governor):
+                continue
+            subjects = [c for c in governor.children if c.dep_ == "nsubj"]
+            objects = [c for c in token.children if c.dep_ == "pobj"]
+            if not subjects or not objects:
+                continue
+            target = objects[0]
+            if target.lower_ in _PLACE_NOUNS:  # "in front of the car", "on top of the table"
+                inner = [g for c in target.children if c.dep_ == "prep" and c.lower_ == "of" for g in c.children
+                         if g.dep_ == "pobj"]
+                if inner:
+                    relation, target = f"{relation} {target.lower_} of", inner[0]
+            s_index, o_index = _chunk_of(chunks, subjects[0].i), None
+            for conjunct in _conjuncts(target):
+                o_index = _chunk_of(chunks, conjunct.i)
+                if s_index is None or o_index is None or s_index == o_index:
+                    continue
+                s_name, o_name = names[s_index], names[o_index]
+                if s_name is not None and o_name is not None and not _negated(conjunct):
+                    out.append(Claim(subject=s_name, relation=relation, object=o_name))
 
         # Progressive verbs without an object: "the man is standing", "she is smiling".
         for token in doc:

@@ -213,6 +213,14 @@ _CLAUSE_STARTS = frozenset(
         "playing", "looking", "lying", "eating", "using", "is", "are", "was", "were", "has", "have",
     }
 )
+#: Nouns used in the plural for one thing: never singularised.
+PLURALIA_TANTUM = frozenset(
+    {
+        "glasses", "sunglasses", "eyeglasses", "spectacles", "goggles", "binoculars", "pants", "trousers",
+        "shorts", "jeans", "leggings", "tights", "overalls", "pajamas", "pyjamas", "suspenders", "scissors",
+        "tongs", "pliers", "tweezers", "clothes", "headphones", "earphones", "earbuds", "stairs", "news",
+    }
+)
 #: Plural or collective forms WordNet does not relate to their kind.
 ALIASES = {
     "people": "person", "persons": "person", "folks": "person", "human": "person", "humans": "person",
@@ -369,9 +377,12 @@ class NameMatcher:
         forms = wn._morphy(key, "n")
         if not forms:
             return word
-        # Prefer a plural-only noun that is itself a lemma ("glasses", "pants") when it is the word.
-        chosen = key if key in forms else forms[0]
-        return chosen.replace("_", " ")
+        # Plural-only nouns keep their form ("glasses" are not glass); other plurals that WordNet also lists
+        # as lemmas ("shoes", for "in someone's shoes") become singular.
+        if key in PLURALIA_TANTUM:
+            return word
+        others = [f for f in forms if f != key]
+        return (others[0] if others else key).replace("_", " ")
 
     @staticmethod
     def is_noun(word: str) -> bool:
@@ -429,9 +440,10 @@ class NameMatcher:
     def is_abstract(self, phrase: str) -> bool:
         """Whether a phrase names an idea, event, act, time or quality rather than something visible.
 
-        True when the head noun's first WordNet sense descends from ``abstraction`` and not from
-        ``physical_entity`` ("purpose", "event", "game", "evening", "stance", "space"); "weather", "sunlight"
-        and "area" are physical. Words for the picture itself ("image") are never abstract; a phrase
+        True when the head noun's first two WordNet senses (its only one, if it has one) descend from
+        ``abstraction`` and not from ``physical_entity`` ("purpose", "event", "game", "evening", "stance");
+        "weather", "sunlight" and "area" are physical, and so is "table" (its first sense is a table of
+        data, its second the furniture). Words for the picture itself ("image") are never abstract; a phrase
         without a noun head is not judged here (False).
         """
         head = self.head_noun(phrase)
@@ -441,12 +453,14 @@ class NameMatcher:
 
     @lru_cache(maxsize=65536)  # noqa: B019 - one shared matcher per process; the cache is per head word
     def _abstract_head(self, head: str) -> bool:
-        senses = self.noun_senses(head)
-        if not senses:
+        synsets = wordnet().synsets(head.replace(" ", "_"), "n")[:2]
+        if not synsets:
             return False
-        paths = wordnet().synset(senses[0]).hypernym_paths()
-        names = {s.name() for path in paths for s in path}
-        return "abstraction.n.06" in names and "physical_entity.n.01" not in names
+        for synset in synsets:
+            names = {s.name() for path in synset.hypernym_paths() for s in path}
+            if "physical_entity.n.01" in names or "abstraction.n.06" not in names:
+                return False
+        return True
 
     def _head_nouns(self, phrase: str) -> tuple[str, ...]:
         """Head-noun lemmas of a phrase, one per conjunct ("cups and plates" → cup, plate); () if none.

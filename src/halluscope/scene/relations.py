@@ -95,6 +95,7 @@ VERB_GROUPS: tuple[frozenset[str], ...] = (
     frozenset({"show", "display", "feature", "depict", "present"}),
     frozenset({"surround", "encircle", "enclose"}),
     frozenset({"lean", "rest"}),
+    frozenset({"place", "locate", "position", "situate", "set", "put"}),
 )
 #: Spatial groups a bare verb implies: "riding" a horse is being on it, "wearing" a shirt is being in it.
 VERB_IMPLIES: dict[str, frozenset[str]] = {

