@@ -314,8 +314,13 @@ class TypedJudge(Judge):
                 return Verdict.unjudged(f"the subject {subject!r} names no thing")
             return self._missing(subject, scene, "subject")
 
-        # Negation may sit on the relation ("not wearing") or on the object ("no helmet").
+        # Negation may sit on the relation ("not wearing") or on the object ("no helmet"). A negative claim
+        # is checked as its positive form, then inverted (see _decide).
         negative = parse_relation(relation).negative or is_negated(obj)
+        if parse_relation(relation).negative:
+            relation = _strip_negation(relation)
+            if not relation:
+                return Verdict.unjudged("the relation is only a negation")
         if is_negated(obj):
             obj = _strip_negation(obj)
             if not obj:
