@@ -14,7 +14,7 @@ from tests.paths import TRI_HE_JSON
 N = 240
 
 
-def run_cli(out, responses, env, **kwargs):
+def run_cli(out, responses, env, limit=N, **kwargs):
     command = [
         sys.executable,
         "-m",
@@ -27,7 +27,7 @@ def run_cli(out, responses, env, **kwargs):
         "--responses",
         str(responses),
         "--limit",
-        str(N),
+        str(limit),
         "--judge",
         "similarity",
         "--chunk-size",
@@ -87,7 +87,7 @@ def test_a_run_dir_with_another_configuration_is_refused(tmp_path):
     responses = write_responses(tmp_path / "r.jsonl", ground_truth_responses(bench, with_claims=True))
     env = {**os.environ, "HALLUSCOPE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     out = tmp_path / "run"
-    first = run_cli(out, responses, env)
+    first = run_cli(out, responses, env, limit=4)
     assert first.wait(timeout=600) == 0
     other = subprocess.run(
         [
