@@ -5,8 +5,13 @@ exposes ``register(app)``; modules keep heavy imports inside the command functio
 from __future__ import annotations
 
 import importlib
+import os
 
 import typer
+
+# halluscope shows its own progress bars; library download/loading bars would only add noise.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 app = typer.Typer(
     name="halluscope",

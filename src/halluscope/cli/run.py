@@ -103,10 +103,15 @@ def run(
             fail(f"{flag.strip('-').split('-')[0]} {chosen!r}: {error}")
 
     ids = {s.id for s in bench.samples()}
+    # Answers to samples outside a --limit selection are not "unknown": check ids against the whole benchmark.
+    known_ids = ids
+    if "limit" in bench_options:
+        unlimited = {k: v for k, v in bench_options.items() if k != "limit"}
+        known_ids = {s.id for s in BENCHMARKS.create(benchmark, data=data, **unlimited).samples()}
     spec_extra: dict[str, Any] = {}
     if responses is not None:
         try:
-            loaded = bench.read_responses(responses, benchmark_ids=ids, key=responses_key)
+            loaded = bench.read_responses(responses, benchmark_ids=known_ids, key=responses_key)
         except (ResponsesError, ValueError, OSError) as error:
             fail(str(error))
         if loaded.problems:

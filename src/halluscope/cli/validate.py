@@ -1,0 +1,227 @@
+"""``halluscope validate-judge``: measure judges on claims whose truth is known, and calibrate thresholds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from halluscope.cli.common import console, fail, interactive, open_cache, parse_options
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _label(name: str, options: dict[str, Any]) -> str:
+    shown = {k: v for k, v in options.items() if k not in {"cache"}}
+    if not shown:
+        return name
+    return f"{name}[{', '.join(f'{k}={v}' for k, v in sorted(shown.items()))}]"
+
+
+def _parse_rates(text: str) -> list[float]:
+    try:
+        rates = sorted({float(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise typer.BadParameter(
+            f"expected comma-separated numbers, got {text!r}", param_hint="--rates"
+        ) from None
+    if not rates or any(not 0.0 <= r <= 1.0 for r in rates):
+        raise typer.BadParameter("rates must lie between 0 and 1", param_hint="--rates")
+    return rates
+
+
+def validate_judge(
+    judge: Annotated[
+        list[str],
+        typer.Option("--judge", "-j", help="Judge to validate: similarity | typed | llm (repeatable)."),
+    ],
+    judge_opt: Annotated[
+        list[str] | None, typer.Option(help="Judge option key=value, given to every --judge (repeatable).")
+    ] = None,
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="synthetic | tri-he.")] = "synthetic",
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", help="Synthetic build folder, or tri-he.json (default: built / downloaded)."),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    rates: Annotated[
+        str, typer.Option(help="Injected hallucination rates for the curve.")
+    ] = "0,0.1,0.2,0.3,0.5",
+    seed: Annotated[int, typer.Option(help="Seed of the injected errors.")] = 0,
+    calibrate: Annotated[
+        bool,
+        typer.Option("--calibrate", help="Fit the similarity judge's thresholds and save them as --profile."),
+    ] = False,
+    profile: Annotated[
+        str | None, typer.Option(help="Name of the threshold profile --calibrate writes.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the full results as JSON.")] = None,
+    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """How well do judges find hallucinations whose truth is known? Precision, recall, typing, calibration."""
+    from halluscope.benchmarks import BENCHMARKS
+    from halluscope.judges import JUDGES
+    from halluscope.quality.validate import (
+        calibrate_similarity,
+        save_calibration,
+        synthetic_validation_set,
+        tri_he_validation_set,
+        validate_judge,
+    )
+    from halluscope.registry import UnknownComponentError
+    from halluscope.runs.progress import make_progress
+
+    if benchmark not in {"synthetic", "tri-he"}:
+        fail(f"validate-judge works on synthetic or tri-he, not {benchmark!r}")
+    if calibrate and not profile:
+        fail("--calibrate needs --profile NAME: the name the fitted thresholds are saved under")
+    if profile and not calibrate:
+        fail("--profile names what --calibrate writes; to use a saved profile pass --judge-opt profile=NAME")
+    if calibrate and "similarity" not in judge:
+        fail("--calibrate fits the similarity judge's thresholds; add --judge similarity")
+    chosen_rates = _parse_rates(rates)
+    options = parse_options(judge_opt, "--judge-opt")
+    try:
+        bench = BENCHMARKS.create(benchmark, data=data)
+    except (UnknownComponentError, ValueError, OSError) as error:
+        fail(str(error))
+        return
+    store = open_cache(cache, no_cache)
+    build = synthetic_validation_set if benchmark == "synthetic" else tri_he_validation_set
+    try:
+        vset = build(bench, rates=chosen_rates, seed=seed, limit=limit)
+    except (ValueError, ImportError) as error:
+        fail(f"could not build the validation set: {error}")
+        return
+    if not vset.questions:
+        fail(f"no questions with claims in {benchmark} data {vset.data}")
+
+    out_console = console()
+    show = not quiet and interactive()
+    calibration = None
+    judges: list[tuple[str, str, dict[str, Any]]] = [(name, _label(name, options), options) for name in judge]
+    if calibrate and profile:
+        progress = make_progress(show)
+        try:
+            calibration = calibrate_similarity(
+                vset, model=options.get("model"), cache=store, progress=progress
+            )
+        except (ValueError, RuntimeError) as error:
+            fail(f"calibration failed: {error}")
+            return
+        finally:
+            progress.close()
+        path = save_calibration(profile, calibration)
+        calibrated = {k: v for k, v in options.items() if k not in {"filter_threshold", "verdict_threshold"}}
+        calibrated["profile"] = profile
+        judges.append(("similarity", _label("similarity", calibrated), calibrated))
+        c = calibration
+        out_console.print(
+            f"calibrated similarity thresholds for {c.model}: filter {c.filter_threshold:g}, "
+            f"verdict {c.verdict_threshold:g} — balanced accuracy {c.balanced_accuracy:.3f} "
+            f"(two-fold held-out {_num(c.heldout_balanced_accuracy, 3)}; paper thresholds "
+            f"{_num(c.paper_balanced_accuracy, 3)}); saved to {path}"
+        )
+
+    reports = []
+    for name, label, opts in judges:
+        try:
+            judge_obj = JUDGES.create(name, cache=store, **opts)
+        except (UnknownComponentError, ValueError, TypeError) as error:
+            fail(f"judge {name!r}: {error}")
+            return
+        progress = make_progress(show)
+        try:
+            report = validate_judge(vset, judge_obj, store, progress=progress)
+        finally:
+            progress.close()
+        reports.append((label, report))
+
+    print_reports(out_console, reports, benchmark=benchmark, data=vset.data)
+    if out is not None:
+        payload = {
+            "benchmark": benchmark,
+            "data": vset.data,
+            "rates": chosen_rates,
+            "seed": seed,
+            "reports": [{"label": label, **report.model_dump(mode="json")} for label, report in reports],
+            "calibration": calibration.model_dump(mode="json") if calibration else None,
+        }
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        out_console.print(f"results written to {out}")
+
+
+def print_reports(out_console: Any, reports: list[tuple[str, Any]], *, benchmark: str, data: str) -> None:
+    """The detection table and the calibration curve, one column per judge."""
+    from rich.table import Table
+
+    table = Table(title=f"judge validation on {benchmark} (known truth) — {data}")
+    for column in (
+        "judge",
+        "claims",
+        "planted",
+        "precision",
+        "recall",
+        "specificity",
+        "balanced acc.",
+        "typing acc.",
+        "unjudged",
+        "curve gap",
+        "slope",
+    ):
+        table.add_column(column, justify="left" if column == "judge" else "right")
+    for label, report in reports:
+        table.add_row(
+            label,
+            str(report.claims),
+            str(report.hallucinated_claims),
+            _pct(report.precision),
+            _pct(report.recall),
+            _pct(report.specificity),
+            _pct(report.balanced_accuracy),
+            _pct(report.typing_accuracy),
+            str(report.unjudged_claims),
+            _num(report.curve_mae),
+            _num(report.curve_slope, 2),
+        )
+    out_console.print(table)
+
+    recall = Table(title="recall by planted error kind (%)")
+    recall.add_column("judge")
+    kinds = sorted({k for _, r in reports for k in r.recall_by_error})
+    for kind in kinds:
+        recall.add_column(kind, justify="right")
+    for label, report in reports:
+        recall.add_row(label, *(_pct(report.recall_by_error.get(k)) for k in kinds))
+    out_console.print(recall)
+
+    curve = Table(title="calibration curve: Hallu-Q injected vs measured (x100)")
+    curve.add_column("rate", justify="right")
+    curve.add_column("questions", justify="right")
+    curve.add_column("injected", justify="right")
+    for label, _ in reports:
+        curve.add_column(f"measured: {label}", justify="right")
+    first = reports[0][1]
+    for index, point in enumerate(first.curve):
+        curve.add_row(
+            f"{point.rate:g}",
+            str(point.questions),
+            _num(point.injected_hallu_q),
+            *(_num(report.curve[index].measured_hallu_q) for _, report in reports),
+        )
+    out_console.print(curve)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate-judge")(validate_judge)
