@@ -23,6 +23,9 @@ from tests.paths import TRI_HE_JSON
 
 pytestmark = pytest.mark.slow
 
+#: llama.cpp keeps working on a request whose client gave up, so a retry after a timeout only queues behind it;
+#: on a busy CI machine a generous timeout is faster than retries.
+TIMEOUT_S = 600.0
 IMAGE_ID = "2374892"  # a man at a desk with a laptop, pen, lamp and books
 ANSWERS = [
     "A man in a white shirt is using a black laptop.",
@@ -40,7 +43,9 @@ def words(text: str) -> set[str]:
 
 
 async def test_llm_extractor_on_a_real_server(llama_server: str) -> None:
-    extractor = LLMExtractor(model=PACKAGED_MODEL_NAME, base_url=llama_server, max_tokens=80, concurrency=1)
+    extractor = LLMExtractor(
+        model=PACKAGED_MODEL_NAME, base_url=llama_server, max_tokens=80, concurrency=1, timeout_s=TIMEOUT_S
+    )
     results = await extractor.extract_many(ANSWERS)
     await extractor.aclose()
     for answer, claims in zip(ANSWERS, results, strict=True):
@@ -58,7 +63,14 @@ async def test_llm_extractor_on_a_real_server(llama_server: str) -> None:
 async def test_llm_judge_on_a_real_server(llama_server: str, mode: str) -> None:
     scene = scene_from_entry(IMAGE_ID, load_tri_he(TRI_HE_JSON)[IMAGE_ID])
     cache = Cache(None)
-    judge = LLMJudge(model=PACKAGED_MODEL_NAME, base_url=llama_server, mode=mode, concurrency=1, cache=cache)
+    judge = LLMJudge(
+        model=PACKAGED_MODEL_NAME,
+        base_url=llama_server,
+        mode=mode,
+        concurrency=1,
+        timeout_s=TIMEOUT_S,
+        cache=cache,
+    )
     (verdicts,) = await judge.judge_many([JudgeItem(f"{IMAGE_ID}-x", CLAIMS, scene)])
     calls = judge.client.requests_sent
     assert calls == (len(CLAIMS) if mode == "per-claim" else 1)

@@ -329,3 +329,17 @@ def test_judge_options_are_checked() -> None:
     per_claim = LLMJudge(model="m", base_url="http://127.0.0.1:9/v1").identity()
     batched = LLMJudge(model="m", base_url="http://127.0.0.1:9/v1", mode="batched").identity()
     assert per_claim != batched and per_claim["judge"] == "llm" and per_claim["prompt"]
+    plain = LLMJudge(model="m", base_url="http://127.0.0.1:9/v1", mode="batched", json_mode=False).identity()
+    assert plain != batched
+
+
+async def test_batched_judge_can_do_without_response_format(
+    scripted_server: ScriptedServer, scene: SceneGraph
+) -> None:
+    reply = {"verdicts": [{"index": 0, "supported": True, "unsupported_part": None, "reason": "stated"}]}
+    scripted_server.push(completion("```json\n" + json.dumps(reply) + "\n```"))
+    judge = LLMJudge(model="m", base_url=scripted_server.base_url, mode="batched", json_mode=False)
+    (verdicts,) = await judge.judge_many([JudgeItem("a", CLAIMS[:1], scene)])
+    await judge.aclose()
+    assert "response_format" not in scripted_server.chat_requests()[0].body
+    assert not isinstance(verdicts, Failure) and verdicts[0].label == VerdictLabel.SUPPORTED

@@ -90,7 +90,9 @@ PROMPT_VERSION = hashlib.sha256(
 ).hexdigest()[:12]
 
 MODES = ("per-claim", "batched")
-_OPTIONS = ("model", "base_url", "api_key_env", "concurrency", "timeout_s", "mode", "max_tokens", "cache")
+_OPTIONS = (
+    "model", "base_url", "api_key_env", "concurrency", "timeout_s", "mode", "max_tokens", "json_mode", "cache"
+)  # fmt: skip
 
 #: Default reply budgets: the per-claim answer is two short lines; a batched answer grows with the claims.
 PER_CLAIM_MAX_TOKENS = 100
@@ -262,7 +264,8 @@ def evidence_for(claim: Claim, references: Sequence[str]) -> list[str]:
 
 class LLMJudge(Judge):
     """Tri-HE's LLM judge. Options: ``model``, ``base_url``, ``api_key_env``, ``concurrency``, ``timeout_s``,
-    ``mode`` ("per-claim" or "batched"), ``max_tokens`` (per call; default depends on the mode), ``cache``.
+    ``mode`` ("per-claim" or "batched"), ``max_tokens`` (per call; default depends on the mode),
+    ``json_mode`` (batched: ask for a JSON object; default true), ``cache``.
     """
 
     name = "llm"
@@ -277,6 +280,7 @@ class LLMJudge(Judge):
         timeout_s: float = 120.0,
         mode: str = "per-claim",
         max_tokens: int | None = None,
+        json_mode: bool = True,
         cache: Cache | None = None,
         **unknown: Any,
     ) -> None:
@@ -287,6 +291,9 @@ class LLMJudge(Judge):
             raise ValueError(f"judge 'llm': max_tokens must be positive, got {max_tokens}")
         self.mode = mode
         self.max_tokens = max_tokens
+        #: Batched mode asks the server for a JSON object (``response_format``) unless this is off: for servers
+        #: that reject the parameter, or are slow with it (llama-cpp-python's grammar over a 150k vocabulary).
+        self.json_mode = json_mode
         self.client = stage_client(
             "judge 'llm'",
             model=model,
@@ -304,6 +311,7 @@ class LLMJudge(Judge):
             "mode": self.mode,
             "prompt": PROMPT_VERSION,
             "max_tokens": self.max_tokens,
+            **({"json_mode": self.json_mode} if self.mode == "batched" else {}),
         }
 
     # -- messages ----------------------------------------------------------------------------------
@@ -336,7 +344,10 @@ class LLMJudge(Judge):
         budget = self.max_tokens or BATCHED_BASE_TOKENS + BATCHED_TOKENS_PER_CLAIM * len(claims)
         try:
             result = await self.client.chat(
-                self.batched_messages(scene, claims), temperature=0.0, max_tokens=budget, json_mode=True
+                self.batched_messages(scene, claims),
+                temperature=0.0,
+                max_tokens=budget,
+                json_mode=self.json_mode,
             )
         except LLMAuthError:
             raise
