@@ -9,13 +9,23 @@ verdict is a valid label. The judge's accuracy is not measured here.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from halluscope.benchmarks.tri_he import load_tri_he, scene_from_entry
 from halluscope.claims.llm import LLMExtractor
 from halluscope.judges.llm import LLMJudge
-from halluscope.llm.offline import PACKAGED_MODEL_NAME
+from halluscope.llm.offline import (
+    PACKAGED_GGUF_BYTES,
+    PACKAGED_MODEL_NAME,
+    LocalServerError,
+    packaged_gguf,
+    packaged_gguf_parts,
+)
+from halluscope.llm.offline import (
+    llama_server as serve_gguf,
+)
 from halluscope.runs.cache import Cache
 from halluscope.stages import Failure, JudgeItem
 from halluscope.types import Claim, VerdictLabel
@@ -88,3 +98,23 @@ async def test_llm_judge_on_a_real_server(llama_server: str, mode: str) -> None:
     assert judge.client.requests_sent == calls
     assert again == verdicts
     await judge.aclose()
+
+
+def test_packaged_model_is_assembled_once_and_whole() -> None:
+    parts = packaged_gguf_parts()
+    assert [p.name for p in parts] == [f"part{n:02d}.bin" for n in range(1, 23)]
+    path = packaged_gguf()
+    assert path.stat().st_size == PACKAGED_GGUF_BYTES
+    with path.open("rb") as model:
+        assert model.read(4) == b"GGUF"
+    before = path.stat().st_mtime_ns
+    assert packaged_gguf() == path and path.stat().st_mtime_ns == before, "assembled only once"
+
+
+def test_a_server_that_dies_is_reported_with_its_log(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"this is not a model" * 100)
+    with pytest.raises(LocalServerError, match="exited with code") as caught, serve_gguf(broken):
+        pass
+    assert str(broken) in str(caught.value)
+    assert "last lines" in str(caught.value) and len(str(caught.value).splitlines()) > 2
