@@ -66,7 +66,7 @@ async def test_llm_extractor_on_a_real_server(llama_server: str) -> None:
             # Subject and object come from the answer's own words.
             assert words(claim.subject) & words(answer), (claim, answer)
             assert words(claim.object) & words(answer), (claim, answer)
-    assert len(set(results[0])) == len(results[0]), "duplicates must be removed"
+        assert len(set(claims)) == len(claims), "duplicates must be removed"
 
 
 @pytest.mark.parametrize("mode", ["per-claim", "batched"])
