@@ -149,7 +149,8 @@ async def test_extractor_key_from_named_env_var_is_sent(
         ("Verdict: unsupported\nUnsupported part: object2", VerdictLabel.HALLUCINATED, ErrorType.OBJECT),
         ("Verdict: Unsupported.\nUnsupported part: relation", VerdictLabel.HALLUCINATED, ErrorType.RELATION),
         ("**Verdict:** unsupported\n**Unsupported part:** 'relation'", VerdictLabel.HALLUCINATED, RELATION),
-        ("Verdict: unsupported", VerdictLabel.HALLUCINATED, None),
+        # Tri-HE: an unsupported claim with no object part named counts as a relation hallucination.
+        ("Verdict: unsupported", VerdictLabel.HALLUCINATED, ErrorType.RELATION),
         ("Verdict: supported\nUnsupported part: object1", VerdictLabel.SUPPORTED, None),
         ("Yes, the man is using the laptop.", VerdictLabel.UNJUDGED, None),
         ("Verdict: supported\nVerdict: unsupported", VerdictLabel.UNJUDGED, None),

@@ -156,6 +156,8 @@ def run(
         ),
         judge=component(JUDGES, judge, bench.default_judge, judge_model, judge_opt, "--judge-opt"),
     )
+    from halluscope.llm.client import LLMError
+
     try:
         report = run_benchmark(
             bench,
@@ -169,6 +171,8 @@ def run(
         )
     except RunDirError as error:
         fail(str(error))
+    except LLMError as error:  # auth and bad-request failures stop the run: every item would fail alike
+        fail(f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)")
     out_console.print(metrics_table(report.metrics, report.counts, title=f"{bench.name} — {out}"))
     out_console.print(f"run directory: {out}")
 

@@ -154,8 +154,9 @@ def parse_per_claim_reply(reply: str) -> Verdict:
     """A verdict from a per-claim reply in the fixed phrases; ``unjudged`` for anything else.
 
     Markdown emphasis and quotes around the phrases are ignored; two different verdicts in one reply, or no
-    verdict line, leave the claim unjudged. An unsupported claim without a readable part is hallucinated
-    with ``error=None`` (the judge did not say which part).
+    verdict line, leave the claim unjudged. The error type follows Tri-HE's rule: an unsupported claim is an
+    object hallucination when the judge names object1 or object2, and a relation hallucination otherwise
+    (including when it names no readable part).
     """
     explanation = reply.strip()[:500]
     verdicts: set[str] = set()
@@ -171,9 +172,13 @@ def parse_per_claim_reply(reply: str) -> Verdict:
         return Verdict.unjudged(f"unparseable judge reply ({why}): {reply.strip()[:200]!r}")
     if verdicts == {"supported"}:
         return Verdict(label=VerdictLabel.SUPPORTED, explanation=explanation)
-    errors = {_PART_ERRORS[p] for p in parts}
-    error = errors.pop() if len(errors) == 1 else None
-    return Verdict(label=VerdictLabel.HALLUCINATED, error=error, explanation=explanation)
+    return Verdict(label=VerdictLabel.HALLUCINATED, error=_tri_he_error(parts), explanation=explanation)
+
+
+def _tri_he_error(parts: set[str]) -> ErrorType:
+    """Tri-HE's typing: any mention of an object part makes it an object error, anything else relation."""
+    named = {_PART_ERRORS.get(p) for p in parts}
+    return ErrorType.OBJECT if ErrorType.OBJECT in named else ErrorType.RELATION
 
 
 def _json_object(reply: str) -> Any:
@@ -199,10 +204,8 @@ def _entry_verdict(entry: dict[str, Any]) -> Verdict:
     if supported:
         return Verdict(label=VerdictLabel.SUPPORTED, explanation=explanation)
     part = entry.get("unsupported_part")
-    error: ErrorType | None = None
-    if isinstance(part, str):
-        error = _PART_ERRORS.get(" ".join(part.strip().lower().split()))
-    return Verdict(label=VerdictLabel.HALLUCINATED, error=error, explanation=explanation)
+    parts = {" ".join(part.strip().lower().split())} if isinstance(part, str) else set()
+    return Verdict(label=VerdictLabel.HALLUCINATED, error=_tri_he_error(parts), explanation=explanation)
 
 
 def parse_batched_reply(reply: str, n_claims: int) -> list[Verdict]:
