@@ -176,6 +176,9 @@ class SyntheticScene(BaseModel):
         )
         graph.graph.graph["false_relations"] = [list(t) for t in self.false_relations]
         graph.graph.graph["source"] = FORMAT
+        # Every relation is stored in its true direction (and its converse stored too), unlike GQA-derived
+        # graphs whose triplets are sometimes reversed: a judge may rely on direction here.
+        graph.graph.graph["directed"] = True
         return graph
 
 
@@ -661,14 +664,15 @@ def _reefknot_row(image_id: str, prompt: str, label: str, kind: str) -> dict[str
             "response": "", "relation_type": "perception"}
 
 
-def make_reefknot(scene: SyntheticScene, rng: random.Random, per_image: int, image_index: int
+def make_reefknot(scene: SyntheticScene, rng: random.Random, per_image: int, mcq_before: int = 0
                   ) -> dict[str, list[dict[str, str]]]:
     """Yes/no twins, 4-way MCQ and VQA items for up to ``per_image`` true relations of the scene.
 
     Relations are taken in turn by kind (so "on" and "in front of" are asked as often as the scene
     allows, not drowned by left/right), one per object pair. Negatives and distractors are always among
     the pair's clearly false relations; an MCQ is made only where three such distractors exist, and the
-    correct letter cycles A–D over the build, so every letter is right equally often.
+    correct letter cycles A–D over the build (``mcq_before`` = MCQs made for earlier images), so every
+    letter is right equally often.
     """
     false_of: dict[tuple[str, str], list[str]] = defaultdict(list)
     for s, r, o in scene.false_relations:
@@ -696,7 +700,7 @@ def make_reefknot(scene: SyntheticScene, rng: random.Random, per_image: int, ima
 
     out: dict[str, list[dict[str, str]]] = {"yesno": [], "mcq": [], "vqa": []}
     image_id = scene.image_id
-    for j, (s, r, o) in enumerate(picked):
+    for s, r, o in picked:
         wrong = sorted(false_of[(s, o)])
         out["yesno"].append(_reefknot_row(
             image_id, f"Is the {s} {r} the {o} in this photo? Please answer yes or no.", "yes", "Yes/No"))
@@ -705,7 +709,7 @@ def make_reefknot(scene: SyntheticScene, rng: random.Random, per_image: int, ima
             "Yes/No"))
         if len(wrong) >= 3:
             options = rng.sample(wrong, 3)
-            position = (image_index * per_image + j) % 4
+            position = (mcq_before + len(out["mcq"])) % 4
             options.insert(position, r)
             listed = " ".join(f"{LETTERS[k]}. {option}" for k, option in enumerate(options))
             out["mcq"].append(_reefknot_row(
@@ -786,7 +790,7 @@ def build_synthetic(
         image.save(out / scene.image, format="JPEG", quality=95, subsampling=0)
         rng = random.Random(f"halluscope-synthetic-questions:{seed}:{index}")
         scene_questions = make_questions(scene, rng, questions_per_image)
-        items = make_reefknot(scene, rng, reefknot_per_image, index)
+        items = make_reefknot(scene, rng, reefknot_per_image, mcq_before=len(reefknot["mcq"]))
         for key, rows in items.items():
             reefknot[key].extend(rows)
         for _, relation, _ in scene.relations:

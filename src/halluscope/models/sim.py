@@ -179,9 +179,9 @@ def _mentioned(scene: SceneGraph, text: str) -> list[str]:
     return [name for _, name in sorted(found)]
 
 
-_WHAT_IS = re.compile(r"^what (?:is|are) (?P<rel>.+?) the (?P<obj>.+?)\?*$", re.IGNORECASE)
+_WHAT_IS = re.compile(r"^what (?:is|are) (?P<rel>.+) the (?P<obj>.+?)\?*$", re.IGNORECASE)
 _COLOUR_OF = re.compile(
-    r"^what colou?r is the (?:object|thing) (?P<rel>.+?) the (?P<obj>.+?)\?*$", re.IGNORECASE
+    r"^what colou?r is the (?:object|thing) (?P<rel>.+) the (?P<obj>.+?)\?*$", re.IGNORECASE
 )
 _WHERE = re.compile(
     r"^where is the (?P<subj>.+?) (?:relative|in relation) to the (?P<obj>.+?)\?*$", re.IGNORECASE

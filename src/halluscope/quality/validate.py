@@ -187,34 +187,14 @@ def synthetic_validation_set(
     return vset
 
 
-def _perturbed_claim(result: Any) -> Claim | None:
-    """Read one perturbation result, whichever shape it has (a Claim, a pair, or a record with a claim)."""
-    if result is None:
-        return None
-    if isinstance(result, Claim):
-        return result
-    for attr in ("perturbed", "claim", "new"):
-        value = getattr(result, attr, None)
-        if isinstance(value, Claim):
-            return value
-    if isinstance(result, tuple | list) and len(result) == 2 and all(isinstance(x, Claim) for x in result):
-        return result[1]
-    if isinstance(result, tuple | list) and len(result) == 3:
-        return Claim.of(result)
-    return None
-
-
 def _perturb(scene: SceneGraph, claims: list[Claim], kind: str, rng: random.Random) -> list[Claim | None]:
     """One perturbed copy per claim (None where this kind of perturbation is impossible)."""
     from halluscope.quality.perturb import perturb_claims
 
-    results = list(perturb_claims(scene, claims, kind, rng))
+    results = perturb_claims(scene, claims, "object" if kind == "object" else "relation", rng)
     if len(results) != len(claims):
-        raise RuntimeError(
-            f"perturb_claims returned {len(results)} results for {len(claims)} claims ({kind}); "
-            "expected one per claim"
-        )
-    return [_perturbed_claim(r) for r in results]
+        raise RuntimeError(f"perturb_claims gave {len(results)} results for {len(claims)} claims ({kind})")
+    return [p.claim if p is not None else None for p in results]
 
 
 def tri_he_validation_set(
