@@ -308,15 +308,29 @@ class TypedJudge(Judge):
         if _names_frame(subject):
             return self._existence(obj, scene)
 
+        # "No roof over the court": true when there is no roof, else checked as a negative relation.
+        negative_subject = is_negated(subject)
+        if negative_subject:
+            subject = _strip_negation(subject)
+            if not subject:
+                return Verdict.unjudged("the subject is only a negation")
+
         subjects = self.matcher.find_all_in_scene(subject, scene)
         if not subjects:
             if not self.matcher.head_nouns(subject):
                 return Verdict.unjudged(f"the subject {subject!r} names no thing")
+            if negative_subject:
+                return Verdict(
+                    label=VerdictLabel.SUPPORTED,
+                    score=1.0,
+                    evidence=[_object_list(scene)],
+                    explanation=f"no {subject!r} in the image, as the claim says",
+                )
             return self._missing(subject, scene, "subject")
 
         # Negation may sit on the relation ("not wearing") or on the object ("no helmet"). A negative claim
         # is checked as its positive form, then inverted (see _decide).
-        negative = parse_relation(relation).negative or is_negated(obj)
+        negative = negative_subject or parse_relation(relation).negative or is_negated(obj)
         if parse_relation(relation).negative:
             relation = _strip_negation(relation)
             if not relation:

@@ -122,6 +122,7 @@ def perturb_claims(
             is_copula(claim.relation)
             or parse_relation(claim.relation).negative
             or is_negated(claim.object)
+            or is_negated(claim.subject)
             or object_words & (FRAME_WORDS | REGION_WORDS)
         ):
             out.append(None)

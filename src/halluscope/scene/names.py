@@ -523,10 +523,15 @@ class NameMatcher:
             last = joined if wordnet().synsets(joined, "n") else last.rsplit("-", 1)[1]
         lemma = self.singular(last)
         if not self.is_noun(lemma.replace(" ", "_")):
+            # A word WordNet does not know at all (a typo, a brand, a rare name) still names a thing; it
+            # can match only itself. A known adjective or verb ("standing", "wooden") names none.
+            wn = wordnet()
+            if last.isalpha() and len(last) > 2 and not any(wn.synsets(last, pos) for pos in "avrs"):
+                return last
             return None
         # "black", "standing": nouns in WordNet too, but as the last word of a phrase they are attributes.
         gerund_only = last.endswith("ing") and not wordnet().synsets(last, "n")
-        if len(words) == 1 and (last in COLOURS or gerund_only):
+        if len(words) == 1 and ((last in COLOURS and last not in _COLOUR_SHADES) or gerund_only):
             return None
         return lemma
 
