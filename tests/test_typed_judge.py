@@ -383,3 +383,16 @@ def test_rules_and_typed_tell_right_answers_from_answers_about_another_image(
           "(answers about another image)")
     assert wrong > 90
     assert right < wrong - 20
+
+
+@pytest.mark.parametrize(
+    ("claim", "label"),
+    [
+        (("shirt", "is not", "white"), VerdictLabel.HALLUCINATED),  # recorded: white
+        (("laptop", "is not", "white"), VerdictLabel.SUPPORTED),  # recorded: black
+        (("no zebra", "on", "desk"), VerdictLabel.SUPPORTED),
+        (("image", "shows", "no lamp"), VerdictLabel.HALLUCINATED),
+    ],
+)
+def test_negative_claims(judge: TypedJudge, claim: tuple[str, str, str], label: VerdictLabel) -> None:
+    assert judge_one(judge, claim).label == label

@@ -39,6 +39,7 @@ is missing) and an explanation naming the rule. Embeddings are computed for all 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -374,7 +375,7 @@ class TypedJudge(Judge):
                 return self._attribute(subject, relation, obj, subjects, scene, negative)
             return self._relation(subject, relation, obj, subjects, objects, scene, negative)
 
-        if negative:
+        if negative and not copula and self.matcher.is_noun_phrase(obj):
             return Verdict(
                 label=VerdictLabel.SUPPORTED,
                 score=1.0,
@@ -660,9 +661,17 @@ def _object_list(scene: SceneGraph) -> str:
     return f"objects in the image: {listed}" if names else "the image has no recorded objects"
 
 
+_STATED: weakref.WeakKeyDictionary[SceneGraph, tuple[int, frozenset[tuple[str, ...]]]] = weakref.WeakKeyDictionary()
+
+
 def _stated(claim: Claim, scene: SceneGraph) -> bool:
-    wanted = tuple(normalise_name(p) for p in claim.as_tuple())
-    return any(tuple(normalise_name(p) for p in ref.as_tuple()) == wanted for ref in scene.reference_claims)
+    """Whether the claim is one of the scene's reference facts (normalised; the set is cached per scene)."""
+    cached = _STATED.get(scene)
+    if cached is None or cached[0] != len(scene.reference_claims):
+        facts = frozenset(tuple(normalise_name(p) for p in ref.as_tuple()) for ref in scene.reference_claims)
+        cached = (len(scene.reference_claims), facts)
+        _STATED[scene] = cached
+    return tuple(normalise_name(p) for p in claim.as_tuple()) in cached[1]
 
 
 __all__ = ["DEFAULT_ATTRIBUTE_THRESHOLD", "DEFAULT_RELATION_THRESHOLD", "TypedJudge"]
