@@ -124,13 +124,26 @@ def wordnet() -> WordNetCorpusReader:
             except ImportError as error:  # pragma: no cover - nltk is a declared dependency
                 raise WordNetUnavailableError("nltk is required for WordNet: `pip install nltk`") from error
 
+            root = wordnet_data_root()
+            folder = root / "corpora" / "wordnet"
+
             class _Reader(WordNetCorpusReader):
                 # nltk maps WordNet 3.0 onto "the installed version" for multilingual data it never uses
                 # here, re-reading index.sense twice: 4 of the 6 seconds of a plain load.
                 def map_wn(self, version: str = "wordnet") -> None:
                     return None
 
-            root = wordnet_data_root()
+                # nltk reads the four index files through its seekable unicode reader, a Python readline
+                # loop; plain file iteration builds the same map about five times faster. Any surprise
+                # falls back to nltk's own loader.
+                def _load_lemma_pos_offset_map(self) -> None:
+                    try:
+                        _fast_lemma_map(self, folder)
+                    except Exception:
+                        self._lemma_pos_offset_map.clear()
+                        super()._load_lemma_pos_offset_map()
+
+
             if str(root) not in nltk.data.path:  # nltk only opens files under its data path
                 nltk.data.path.append(str(root))
             with warnings.catch_warnings():
@@ -138,6 +151,26 @@ def wordnet() -> WordNetCorpusReader:
                 _reader = _Reader(str(root / "corpora" / "wordnet"), None)
     assert _reader is not None
     return _reader
+
+
+def _fast_lemma_map(reader: Any, folder: Path) -> None:
+    """Fill ``reader._lemma_pos_offset_map`` from the index files, exactly as nltk 3.9/3.10 does."""
+    satellites = getattr(reader, "satellite_offsets", None)
+    table = reader._lemma_pos_offset_map
+    for suffix in ("adj", "adv", "noun", "verb"):
+        with (folder / f"index.{suffix}").open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith(" "):
+                    continue
+                fields = line.split()
+                lemma, pos, n_synsets, n_pointers = fields[0], fields[1], int(fields[2]), int(fields[3])
+                start = 4 + n_pointers + 2  # skip pointer symbols, sense count and tagsense count
+                offsets = [int(x) for x in fields[start : start + n_synsets]]
+                if len(offsets) != n_synsets or int(fields[4 + n_pointers]) != n_synsets:
+                    raise ValueError(f"index.{suffix}: malformed line for {lemma!r}")
+                table[lemma][pos] = offsets
+                if pos == "a":
+                    table[lemma]["s"] = offsets if satellites is None else [o for o in offsets if o in satellites]
 
 
 # -- phrase analysis ------------------------------------------------------------------------------------
