@@ -194,6 +194,8 @@ class SimilarityJudge(Judge):
         self.verdict_threshold = _check_threshold(
             "verdict_threshold", DEFAULT_VERDICT_THRESHOLD if verdict_threshold is None else verdict_threshold
         )
+        if isinstance(top_k, str) and top_k.strip().isdigit():
+            top_k = int(top_k)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"similarity judge option top_k must be a positive integer, got {top_k!r}")
         self.top_k = top_k
