@@ -11,6 +11,7 @@ import pytest
 from halluscope.benchmarks import BENCHMARKS
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.baselines import SceneMissingError
+from halluscope.models.openai import OpenAIModel
 from halluscope.models.spec import create_model
 from halluscope.runs.cache import Cache
 from halluscope.runs.respond import build_request, collect_responses
@@ -80,3 +81,44 @@ async def test_baselines_share_the_cache_per_prompt(tmp_path: Path) -> None:
         answers = await collect_responses(bench, again, tmp_path / "oracle-again", show_progress=False)
     assert len(seen) == 6
     assert all(r.metadata["cached"] for r in answers.values())
+
+
+@pytest.mark.slow
+async def test_scene_oracle_hallucinates_less_than_blind_on_llama_server(
+    llama_server: str, tmp_path: Path
+) -> None:
+    """The calibration the baselines exist for, on the four questions of Tri-HE's first image, judged with
+    the offline pipeline (bench/blind_vs_oracle.py runs the same on 30 questions)."""
+    from halluscope.benchmarks import ScoringContext
+    from halluscope.claims import EXTRACTORS
+    from halluscope.judges import JUDGES
+    from halluscope.runs.runner import run_benchmark_async
+
+    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=4)
+    cache = Cache(tmp_path / "cache.sqlite")
+    ctx = ScoringContext(
+        cache=cache,
+        extractor=EXTRACTORS.create("rules", cache=cache),
+        judge=JUDGES.create("similarity", cache=cache),
+    )
+    rates = {}
+    for name in ("blind", "scene-oracle"):
+        model = create_model(f"{name}/openai/qwen?base_url={llama_server}", cache=cache)
+        answers = await collect_responses(
+            bench, model, tmp_path / name, concurrency=1, max_tokens=64, show_progress=False
+        )
+        await model.aclose()
+        assert len(answers) == 4 and all(r.response.strip() for r in answers.values())
+        # The same respond again, into another directory: every answer comes from the cache.
+        again = create_model(f"{name}/openai/qwen?base_url={llama_server}", cache=cache)
+        repeat = await collect_responses(
+            bench, again, tmp_path / f"{name}-again", concurrency=1, max_tokens=64, show_progress=False
+        )
+        inner = getattr(again, "inner", None)
+        assert isinstance(inner, OpenAIModel) and inner.client.requests_sent == 0
+        assert {i: r.response for i, r in repeat.items()} == {i: r.response for i, r in answers.items()}
+        report = await run_benchmark_async(bench, answers, ctx, tmp_path / name)
+        assert report.counts["claims"] > 0
+        rates[name] = report.metrics["hallu_q"]
+    assert rates["scene-oracle"] is not None and rates["blind"] is not None
+    assert rates["scene-oracle"] < rates["blind"], rates

@@ -194,18 +194,3 @@ def test_cli_respond_with_replay_and_models_listing(tmp_path: Path) -> None:
     for name in ("openai", "replay", "blind", "scene-oracle", "eyes-closed", "general-description"):
         assert name in listing.output
     assert "max_side" in listing.output
-
-
-@pytest.mark.slow
-async def test_real_server_second_respond_sends_zero_requests(llama_server: str, tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=2)
-    cache = Cache(tmp_path / "cache.sqlite")
-    spec = f"blind/openai/qwen?base_url={llama_server}"
-    first = create_model(spec, cache=cache)
-    answers = await collect_responses(bench, first, tmp_path / "one", max_tokens=16, show_progress=False)
-    assert len(answers) == 2 and all(r.response.strip() for r in answers.values())
-    second = create_model(spec, cache=cache)
-    again = await collect_responses(bench, second, tmp_path / "two", max_tokens=16, show_progress=False)
-    inner = getattr(second, "inner", None)
-    assert isinstance(inner, OpenAIModel) and inner.client.requests_sent == 0
-    assert {i: r.response for i, r in again.items()} == {i: r.response for i, r in answers.items()}
