@@ -32,6 +32,8 @@ def run(
         typer.Option("--model", "-m", help="Collect answers from this model first (provider/name)."),
     ] = None,
     model_opt: Annotated[list[str] | None, typer.Option(help="Model option key=value (repeatable).")] = None,
+    max_tokens: Annotated[int, typer.Option(help="With --model: longest answer, in tokens.")] = 512,
+    concurrency: Annotated[int, typer.Option(help="With --model: requests in flight at once.")] = 4,
     extractor: Annotated[str | None, typer.Option(help="Claim extractor: rules | llm.")] = None,
     extractor_model: Annotated[str | None, typer.Option(help="LLM for the llm extractor.")] = None,
     extractor_opt: Annotated[list[str] | None, typer.Option(help="Extractor option key=value.")] = None,
@@ -136,9 +138,16 @@ def run(
             model_obj = create_model(str(model), cache=store, **model_options)
         except (UnknownComponentError, ValueError, TypeError) as error:
             fail(f"model {model!r}: {error}")
-        answers = asyncio.run(
-            collect_responses(bench, model_obj, out, limit=limit, show_progress=not quiet and interactive())
-        )
+        async def collect() -> dict[str, Any]:
+            try:
+                return await collect_responses(
+                    bench, model_obj, out, limit=limit, concurrency=concurrency, max_tokens=max_tokens,
+                    show_progress=not quiet and interactive(),
+                )
+            finally:
+                await model_obj.aclose()
+
+        answers = asyncio.run(collect())
         spec_extra["model"] = model_obj.identity()
         spec_extra["responses"] = str(out / "responses.jsonl")
 
