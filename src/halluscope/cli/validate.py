@@ -23,7 +23,7 @@ def _label(name: str, options: dict[str, Any]) -> str:
     shown = {k: v for k, v in options.items() if k not in {"cache"}}
     if not shown:
         return name
-    return f"{name}[{', '.join(f'{k}={v}' for k, v in sorted(shown.items()))}]"
+    return f"{name} ({', '.join(f'{k}={v}' for k, v in sorted(shown.items()))})"
 
 
 def _parse_rates(text: str) -> list[float]:
@@ -163,56 +163,39 @@ def validate_judge(
 
 
 def print_reports(out_console: Any, reports: list[tuple[str, Any]], *, benchmark: str, data: str) -> None:
-    """The detection table and the calibration curve, one column per judge."""
+    """Two tables, one column per judge: claim-level detection, then the calibration curve."""
     from rich.table import Table
 
-    table = Table(title=f"judge validation on {benchmark} (known truth) — {data}")
-    for column in (
-        "judge",
-        "claims",
-        "planted",
-        "precision",
-        "recall",
-        "specificity",
-        "balanced acc.",
-        "typing acc.",
-        "unjudged",
-        "curve gap",
-        "slope",
-    ):
-        table.add_column(column, justify="left" if column == "judge" else "right")
-    for label, report in reports:
-        table.add_row(
-            label,
-            str(report.claims),
-            str(report.hallucinated_claims),
-            _pct(report.precision),
-            _pct(report.recall),
-            _pct(report.specificity),
-            _pct(report.balanced_accuracy),
-            _pct(report.typing_accuracy),
-            str(report.unjudged_claims),
-            _num(report.curve_mae),
-            _num(report.curve_slope, 2),
-        )
+    table = Table(title=f"judge validation on {benchmark} (known truth): {data}")
+    table.add_column("claim-level (%)")
+    for label, _ in reports:
+        table.add_column(label, justify="right", overflow="fold")
+    first = reports[0][1]
+    table.add_row("claims (planted)", *(f"{r.claims} ({r.hallucinated_claims})" for _, r in reports))
+    rows: list[tuple[str, Any]] = [
+        ("precision", lambda r: _pct(r.precision)),
+        ("recall", lambda r: _pct(r.recall)),
+    ]
+    kinds = sorted({k for _, r in reports for k in r.recall_by_error})
+    rows += [(f"  recall: {kind}", lambda r, kind=kind: _pct(r.recall_by_error.get(kind))) for kind in kinds]
+    rows += [
+        ("specificity", lambda r: _pct(r.specificity)),
+        ("balanced accuracy", lambda r: _pct(r.balanced_accuracy)),
+        ("typing (object/relation)", lambda r: _pct(r.typing_accuracy)),
+        ("unjudged claims", lambda r: str(r.unjudged_claims)),
+        ("curve gap (Hallu-Q pts)", lambda r: _num(r.curve_mae)),
+        ("curve slope / intercept", lambda r: f"{_num(r.curve_slope, 2)} / {_num(r.curve_intercept)}"),
+    ]
+    for name, cell in rows:
+        table.add_row(name, *(cell(r) for _, r in reports))
     out_console.print(table)
 
-    recall = Table(title="recall by planted error kind (%)")
-    recall.add_column("judge")
-    kinds = sorted({k for _, r in reports for k in r.recall_by_error})
-    for kind in kinds:
-        recall.add_column(kind, justify="right")
-    for label, report in reports:
-        recall.add_row(label, *(_pct(report.recall_by_error.get(k)) for k in kinds))
-    out_console.print(recall)
-
-    curve = Table(title="calibration curve: Hallu-Q injected vs measured (x100)")
+    curve = Table(title="calibration curve: Hallu-Q injected → measured (x100)")
     curve.add_column("rate", justify="right")
     curve.add_column("questions", justify="right")
     curve.add_column("injected", justify="right")
     for label, _ in reports:
-        curve.add_column(f"measured: {label}", justify="right")
-    first = reports[0][1]
+        curve.add_column(label, justify="right", overflow="fold")
     for index, point in enumerate(first.curve):
         curve.add_row(
             f"{point.rate:g}",
