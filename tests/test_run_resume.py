@@ -11,7 +11,7 @@ from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
 from halluscope.responses import write_responses
 from tests.paths import TRI_HE_JSON
 
-N = 240
+N = 120
 
 
 def run_cli(out, responses, env, limit=N, **kwargs):
@@ -62,7 +62,7 @@ def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
     env_nocache = {**env, "HALLUSCOPE_CACHE_DIR": str(tmp_path / "cache2")}
     process = run_cli(killed, responses, env_nocache)
     deadline = time.time() + 600
-    while len(lines(killed / "samples.jsonl")) < 24 and process.poll() is None and time.time() < deadline:
+    while len(lines(killed / "samples.jsonl")) < 16 and process.poll() is None and time.time() < deadline:
         time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     process.wait()
