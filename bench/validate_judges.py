@@ -57,7 +57,7 @@ def _row(label: str, report: ValidationReport) -> str:
         f"{p.rate:g}:{(p.injected_hallu_q or 0):.0f}→{(p.measured_hallu_q or 0):.0f}" for p in report.curve
     )
     return (
-        f"  {label:34s} P {_pct(report.precision)}  R {_pct(report.recall)}  spec {_pct(report.specificity)}"
+        f"  {label:38s} P {_pct(report.precision)}  R {_pct(report.recall)}  spec {_pct(report.specificity)}"
         f"  BA {_pct(report.balanced_accuracy)}  typing {_pct(report.typing_accuracy)}"
         f"  gap {report.curve_mae or 0:4.1f}  curve {curve}  ({report.seconds:.0f} s)"
     )
