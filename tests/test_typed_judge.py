@@ -179,7 +179,9 @@ def test_one_embedding_call_for_a_whole_batch(judge: TypedJudge, embedder: Count
     )
     items = [
         JudgeItem(str(i), [Claim.of(("man", verb, "dog")), Claim.of(("dog", "is", attr))], scene)
-        for i, (verb, attr) in enumerate([("photographing", "wood"), ("filming", "plastic"), ("kicking", "old")])
+        for i, (verb, attr) in enumerate(
+            [("photographing", "wood"), ("filming", "plastic"), ("kicking", "old")]
+        )
     ]
     before = embedder.calls
     results = judge.judge_many_sync(items)
@@ -213,22 +215,63 @@ def test_options_and_identity(embedder: CountingEmbedder) -> None:
 # -- the lexical rules -------------------------------------------------------------------------------------
 
 SAME_RELATION = [
-    ("sitting on", "on"), ("wearing", "dressed in"), ("wearing", "has on"), ("next to", "beside"),
-    ("near", "close to"), ("holding", "carrying"), ("standing on", "on"), ("riding", "on"),
-    ("on top of", "on"), ("looking at", "watching"), ("in", "inside"), ("under", "below"), ("has", "with"),
-    ("covered in", "covered with"), ("lying on", "laying on"), ("holding", "grasping"), ("parked on", "on"),
-    ("eating", "biting"), ("behind", "in back of"), ("sitting at", "at"), ("wearing", "in"),
-    ("standing in", "in"), ("above", "over"), ("placed on", "located on"), ("photographing", "taking a picture of"),
-    ("smiling at", "grinning at"), ("talking to", "speaking with"), ("hugging", "embracing"),
+    ("sitting on", "on"),
+    ("wearing", "dressed in"),
+    ("wearing", "has on"),
+    ("next to", "beside"),
+    ("near", "close to"),
+    ("holding", "carrying"),
+    ("standing on", "on"),
+    ("riding", "on"),
+    ("on top of", "on"),
+    ("looking at", "watching"),
+    ("in", "inside"),
+    ("under", "below"),
+    ("has", "with"),
+    ("covered in", "covered with"),
+    ("lying on", "laying on"),
+    ("holding", "grasping"),
+    ("parked on", "on"),
+    ("eating", "biting"),
+    ("behind", "in back of"),
+    ("sitting at", "at"),
+    ("wearing", "in"),
+    ("standing in", "in"),
+    ("above", "over"),
+    ("placed on", "located on"),
+    ("photographing", "taking a picture of"),
+    ("smiling at", "grinning at"),
+    ("talking to", "speaking with"),
+    ("hugging", "embracing"),
 ]
 DIFFERENT_RELATION = [
-    ("eating", "wearing"), ("under", "on"), ("behind", "in front of"), ("holding", "throwing"),
-    ("riding", "pushing"), ("sitting on", "under"), ("looking at", "kicking"), ("next to", "inside"),
-    ("above", "below"), ("carrying", "sleeping on"), ("on", "flying over"), ("watching", "cutting"),
-    ("in", "on top of"), ("holding", "pulling"), ("standing on", "hanging from"), ("using", "chasing"),
-    ("parked on", "jumping over"), ("near", "inside"), ("reading", "riding"), ("drinking", "wearing"),
-    ("sitting at", "lying under"), ("not wearing", "wearing"), ("catching", "throwing"), ("feeding", "eating"),
-    ("hugging", "hitting"), ("cooking", "eating"), ("opening", "closing"),
+    ("eating", "wearing"),
+    ("under", "on"),
+    ("behind", "in front of"),
+    ("holding", "throwing"),
+    ("riding", "pushing"),
+    ("sitting on", "under"),
+    ("looking at", "kicking"),
+    ("next to", "inside"),
+    ("above", "below"),
+    ("carrying", "sleeping on"),
+    ("on", "flying over"),
+    ("watching", "cutting"),
+    ("in", "on top of"),
+    ("holding", "pulling"),
+    ("standing on", "hanging from"),
+    ("using", "chasing"),
+    ("parked on", "jumping over"),
+    ("near", "inside"),
+    ("reading", "riding"),
+    ("drinking", "wearing"),
+    ("sitting at", "lying under"),
+    ("not wearing", "wearing"),
+    ("catching", "throwing"),
+    ("feeding", "eating"),
+    ("hugging", "hitting"),
+    ("cooking", "eating"),
+    ("opening", "closing"),
 ]
 
 
@@ -254,9 +297,16 @@ def test_relation_pairs_through_the_judge(judge: TypedJudge) -> None:
 @pytest.mark.parametrize(
     ("claimed", "recorded", "expected"),
     [
-        ("red", "red color", 1.0), ("white", "red and white", 0.9), ("red", "white", 0.0),
-        ("green", "green and lush", 0.9), ("light blue", "blue", 0.9), ("open", "closed", 0.0),
-        ("large", "big", 0.9), ("smiling", "smile", 1.0), ("wet", "dry", 0.0), ("not red", "red", 0.0),
+        ("red", "red color", 1.0),
+        ("white", "red and white", 0.9),
+        ("red", "white", 0.0),
+        ("green", "green and lush", 0.9),
+        ("light blue", "blue", 0.9),
+        ("open", "closed", 0.0),
+        ("large", "big", 0.9),
+        ("smiling", "smile", 1.0),
+        ("wet", "dry", 0.0),
+        ("not red", "red", 0.0),
     ],
 )
 def test_attribute_rules(claimed: str, recorded: str, expected: float) -> None:
@@ -267,11 +317,15 @@ def test_attribute_rules(claimed: str, recorded: str, expected: float) -> None:
 
 
 def _ground_truth(raw: dict[str, Any], image_id: str) -> list[Claim]:
-    claims = [c for inst in raw[image_id]["instance"] for t in inst["triplet"] for c in parse_triplet_string(t)]
+    claims = [
+        c for inst in raw[image_id]["instance"] for t in inst["triplet"] for c in parse_triplet_string(t)
+    ]
     return list(dict.fromkeys(claims))
 
 
-def test_perturbations_are_false_by_construction(tri_he: tuple[dict[str, Any], dict[str, SceneGraph]]) -> None:
+def test_perturbations_are_false_by_construction(
+    tri_he: tuple[dict[str, Any], dict[str, SceneGraph]],
+) -> None:
     raw, scenes = tri_he
     matcher = default_matcher()
     image_id = "2374892"
@@ -379,8 +433,10 @@ def test_rules_and_typed_tell_right_answers_from_answers_about_another_image(
         return 100 * statistics.mean(rates)
 
     right, wrong = hallu_q(results[: len(questions)]), hallu_q(results[len(questions) :])
-    print(f"\nrules + typed, {len(questions)} questions: Hallu-Q {right:.1f} (reference answers) vs {wrong:.1f} "
-          "(answers about another image)")
+    print(
+        f"\nrules + typed, {len(questions)} questions: Hallu-Q {right:.1f} (reference answers) vs {wrong:.1f} "
+        "(answers about another image)"
+    )
     assert wrong > 90
     assert right < wrong - 20
 
@@ -396,3 +452,41 @@ def test_rules_and_typed_tell_right_answers_from_answers_about_another_image(
 )
 def test_negative_claims(judge: TypedJudge, claim: tuple[str, str, str], label: VerdictLabel) -> None:
     assert judge_one(judge, claim).label == label
+
+
+def test_opposite_spatial_directions_and_colour_against_size_do_not_support_each_other() -> None:
+    from halluscope.scene.relations import compare_attributes, compare_relations
+
+    assert compare_relations("to the right of", "to the left of") == 0.0
+    assert compare_relations("above", "below") == 0.0
+    assert compare_relations("in front of", "behind") == 0.0
+    assert compare_attributes("purple", "large") is None  # a colour neither supports nor refutes a size
+    assert compare_attributes("large", "small") == 0.0
+
+
+def test_a_reversed_spatial_relation_is_not_support() -> None:
+    import asyncio
+
+    from halluscope.judges.typed import TypedJudge
+    from halluscope.scene.graph import SceneGraph
+    from halluscope.stages import JudgeItem
+    from halluscope.types import Claim, ErrorType, VerdictLabel
+
+    scene = SceneGraph.from_triplets(
+        [("star", "to the right of", "triangle"), ("shirt", "wearing", "man")],
+        objects=["star", "triangle", "man", "shirt"],
+    )
+    claims = [
+        Claim.of(("triangle", "to the right of", "star")),  # reversed spatial: false
+        Claim.of(("star", "to the right of", "triangle")),  # as recorded: true
+        Claim.of(("man", "wearing", "shirt")),  # GQA stores this object-first: still supported
+    ]
+    judge = TypedJudge(model="none")
+    (verdicts,) = asyncio.run(judge.judge_many([JudgeItem(sample_id="x", claims=claims, scene=scene)]))
+    assert not isinstance(verdicts, Exception)
+    assert [v.label for v in verdicts] == [
+        VerdictLabel.HALLUCINATED,
+        VerdictLabel.SUPPORTED,
+        VerdictLabel.SUPPORTED,
+    ]
+    assert verdicts[0].error == ErrorType.RELATION

@@ -61,6 +61,7 @@ from halluscope.scene.names import (
 from halluscope.scene.relations import (
     compare_attributes,
     compare_relations,
+    direction_words,
     is_copula,
     parse_relation,
     relation_core,
@@ -594,11 +595,15 @@ class TypedJudge(Judge):
             for o in graph.successors(key)
             for p in graph.edges[key, o]["predicates"]
         ]
-        if not self.directed:
+        # Tri-HE's GQA-derived triplets are often stored object-first ("(shirt, wearing, man)"), so by default a
+        # relation may be read in either direction -- except spatial directions, whose reverse means the
+        # opposite ("left of"), and scene graphs that declare their edges directed (synthetic scenes).
+        if not (self.directed or graph.graph.get("directed", False)):
             out += [
                 (name, p, graph.nodes[s]["name"], s, True)
                 for s in graph.predecessors(key)
                 for p in graph.edges[s, key]["predicates"]
+                if not direction_words(p)
             ]
         return out
 

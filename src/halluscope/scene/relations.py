@@ -228,6 +228,26 @@ def _preps_agree(a: frozenset[str], b: frozenset[str]) -> bool | None:
     return any(frozenset({x, y}) in _COMPATIBLE for x in spatial_a for y in spatial_b)
 
 
+#: Spatial directions whose opposite is a different, contradicting relation ("left of" vs "right of").
+OPPOSITE_DIRECTIONS = (
+    (frozenset({"left"}), frozenset({"right"})),
+    (frozenset({"above", "over", "atop"}), frozenset({"below", "under", "beneath", "underneath"})),
+    (frozenset({"front"}), frozenset({"behind", "back"})),
+)
+
+
+def direction_words(relation: str) -> frozenset[str]:
+    """The spatial-direction words of a relation ("to the left of" → {"left"})."""
+    words = set(tokens(relation))
+    return frozenset(w for pair in OPPOSITE_DIRECTIONS for side in pair for w in side if w in words)
+
+
+def opposite_directions(a: str, b: str) -> bool:
+    """Whether two relations point in opposite spatial directions (so one contradicts the other)."""
+    wa, wb = direction_words(a), direction_words(b)
+    return any((wa & x and wb & y) or (wa & y and wb & x) for x, y in OPPOSITE_DIRECTIONS)
+
+
 def compare_relations(claimed: str, reference: str) -> float | None:
     """How well a reference relation supports a claimed one.
 
@@ -237,6 +257,8 @@ def compare_relations(claimed: str, reference: str) -> float | None:
     """
     a, b = parse_relation(claimed), parse_relation(reference)
     if a.negative != b.negative:
+        return 0.0
+    if opposite_directions(claimed, reference):
         return 0.0
     if a.text == b.text:
         return 1.0
@@ -333,6 +355,10 @@ def compare_attributes(claimed: str, reference: str) -> float | None:
     colours_a, colours_b = colour_words(claimed), colour_words(reference)
     if colours_a and colours_b:
         return 0.9 if colours_a & colours_b else 0.0
+    if bool(colours_a) != bool(colours_b) and (a == colours_a or b == colours_b):
+        # A bare colour against a non-colour property ("purple" / "large"): different kinds of attribute,
+        # neither supports nor contradicts the other (WordNet's rare senses would otherwise link them).
+        return None
     if a <= b or b <= a:
         return 0.9
     lemmas_a, lemmas_b = {_lemma(w) for w in a}, {_lemma(w) for w in b}
