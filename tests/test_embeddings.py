@@ -18,6 +18,7 @@ from halluscope.embeddings import (
     EmbeddingModelError,
     extract_split_zip,
     load_embedder,
+    mpnet_packaged,
     resolve_model,
 )
 from halluscope.runs.cache import Cache
@@ -141,8 +142,10 @@ def test_model_names_resolve_without_loading(tmp_path: Path) -> None:
     assert default.offline and default.identity == resolve_model("minilm").identity
     assert resolve_model("all-MiniLM-L6-v2").identity == default.identity
     mpnet = resolve_model("all-mpnet-base-v2")
-    # Without the packaged wheels installed, the paper's model comes from the hub by its full name.
+    # The paper's model: from the packaged wheels when installed (offline), else from the hub by its name.
     assert mpnet.identity.startswith("sentence-transformers/all-mpnet-base-v2")
+    assert mpnet.offline == mpnet.packaged_mpnet == mpnet_packaged()
+    assert mpnet.location == (None if mpnet_packaged() else "sentence-transformers/all-mpnet-base-v2")
     assert resolve_model("BAAI/bge-small-en-v1.5").location == "BAAI/bge-small-en-v1.5"
 
     model_dir = tmp_path / "my-model"
