@@ -714,6 +714,7 @@ def _rate_keys(runs: Sequence[_Run]) -> list[str]:
         k
         for k in _metric_keys(runs)
         if ("hallu" in k.lower() or "rate" in k.lower())
+        and not k.startswith("injected_")  # simulators' known truth, shown in the table, not a measured rate
         and any(r.metric_values().get(k) is not None for r in runs)
     ]
     return [k for k in preferred if k in reported] + [k for k in reported if k not in preferred]
