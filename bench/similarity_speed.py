@@ -6,7 +6,8 @@ excluded from all (the model is loaded once and warmed up first):
 
   (a) official   the loop of NLI_judge.py: per image, encode the references; per claim, encode the claim,
                  all references joined (unused, as in the script), the top-3 string and the filtered string
-  (b) ideal      every distinct string encoded exactly once, in two batched calls, no cache
+  (b) ideal      every distinct string encoded exactly once (two batched calls; a joined string equal to a
+                 reference is not encoded again), no cache
   (c) cold       SimilarityJudge with an empty embedding cache (SQLite file in a temporary folder)
   (d) warm       SimilarityJudge in a fresh process state, reference embeddings cached by an earlier run
   (e) re-run     SimilarityJudge in a fresh process state, everything cached by an earlier identical run
@@ -98,14 +99,15 @@ def ideal_batched(model: Any, items: Sequence[JudgeItem], batch_size: int) -> li
             passing = np.flatnonzero(sims > 0.5)
             filtered = " ".join(item_refs[i] for i in passing) if passing.size else None
             plans.append((c, " ".join(item_refs[i] for i in best), filtered))
-    second = list(dict.fromkeys(t for _, top_text, f in plans for t in (top_text, f) if t))
-    row2 = {t: i for i, t in enumerate(second)}
-    vecs2 = encode(second)
+    # A joined string of a single reference is that reference, already encoded in the first call.
+    second = list(dict.fromkeys(t for _, top_text, f in plans for t in (top_text, f) if t and t not in row))
+    vecs2 = encode(second) if second else vecs[:0]
+    vector = {**{t: vecs[i] for i, t in enumerate(first)}, **{t: vecs2[i] for i, t in enumerate(second)}}
     out = []
     for c, top, filtered in plans:
-        score = float(vecs2[row2[top]] @ c)
+        score = float(vector[top] @ c)
         if filtered is not None:
-            score = max(score, float(vecs2[row2[filtered]] @ c))
+            score = max(score, float(vector[filtered] @ c))
         out.append(score)
     return out
 
