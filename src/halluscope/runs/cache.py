@@ -80,6 +80,23 @@ class Cache:
         self.put_many(namespace, {key: value})
 
     def get_many(self, namespace: str, keys: Iterable[str]) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self._fetch(namespace, keys, "value").items()}
+
+    def put_many(self, namespace: str, items: Mapping[str, Any]) -> None:
+        self._store(namespace, "value", {k: json.dumps(v, ensure_ascii=False) for k, v in items.items()})
+
+    # -- binary values (embedding vectors) -------------------------------------------------------------
+
+    def get_blobs(self, namespace: str, keys: Iterable[str]) -> dict[str, bytes]:
+        return {k: bytes(b) for k, b in self._fetch(namespace, keys, "blob").items()}
+
+    def put_blobs(self, namespace: str, items: Mapping[str, bytes]) -> None:
+        self._store(namespace, "blob", {k: sqlite3.Binary(v) for k, v in items.items()})
+
+    # -- storage ---------------------------------------------------------------------------------------
+
+    def _fetch(self, namespace: str, keys: Iterable[str], column: str) -> dict[str, Any]:
+        """Non-null ``column`` of the given keys, looked up in chunks (SQLite limits bound parameters)."""
         found: dict[str, Any] = {}
         wanted = list(dict.fromkeys(keys))
         with self._lock:
@@ -87,48 +104,20 @@ class Cache:
                 chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = self._conn.execute(
-                    f"SELECT key, value FROM entries WHERE namespace=? AND key IN ({marks})",
+                    f"SELECT key, {column} FROM entries WHERE namespace=? AND key IN ({marks})",
                     (namespace, *chunk),
                 ).fetchall()
-                found.update({k: json.loads(v) for k, v in rows if v is not None})
+                found.update({k: v for k, v in rows if v is not None})
         return found
 
-    def put_many(self, namespace: str, items: Mapping[str, Any]) -> None:
-        rows = [(namespace, k, json.dumps(v, ensure_ascii=False)) for k, v in items.items()]
+    def _store(self, namespace: str, column: str, items: Mapping[str, Any]) -> None:
+        """Write all items in one transaction: a crash leaves either all of them or none."""
+        rows = [(namespace, k, v) for k, v in items.items()]
         with self._lock:
             self._conn.execute("BEGIN")
             try:
                 self._conn.executemany(
-                    "INSERT OR REPLACE INTO entries(namespace, key, value) VALUES (?, ?, ?)", rows
-                )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-
-    # -- binary values (embedding vectors) -------------------------------------------------------------
-
-    def get_blobs(self, namespace: str, keys: Iterable[str]) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
-        wanted = list(dict.fromkeys(keys))
-        with self._lock:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._conn.execute(
-                    f"SELECT key, blob FROM entries WHERE namespace=? AND key IN ({marks})",
-                    (namespace, *chunk),
-                ).fetchall()
-                found.update({k: bytes(b) for k, b in rows if b is not None})
-        return found
-
-    def put_blobs(self, namespace: str, items: Mapping[str, bytes]) -> None:
-        rows = [(namespace, k, sqlite3.Binary(v)) for k, v in items.items()]
-        with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO entries(namespace, key, blob) VALUES (?, ?, ?)", rows
+                    f"INSERT OR REPLACE INTO entries(namespace, key, {column}) VALUES (?, ?, ?)", rows
                 )
                 self._conn.execute("COMMIT")
             except BaseException:
