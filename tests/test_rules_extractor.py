@@ -193,6 +193,8 @@ def test_missing_spacy_model_is_a_clear_failure() -> None:
         ("The person is likely to be holding a phone.", [("person", "holding", "phone")]),
         ("Yes, the pedestrians appear to be using a crosswalk.", [("pedestrians", "using", "crosswalk")]),
         ("The man seems happy and is possibly looking forward to eating.", [("man", "is", "happy")]),
+        ("The cars appear to be parked.", [("cars", "is", "parked")]),
+        ("The person appears to be smiling.", [("person", "is", "smiling")]),
     ],
 )
 def test_fallback_reads_hedged_and_clausal_sentences(
@@ -214,6 +216,7 @@ def test_fallback_reads_hedged_and_clausal_sentences(
         ("The beach appears to be relatively tranquil and not overly crowded.", "crowded"),
         ("No, the giraffe seems to be in an enclosure, not in the wild.", "wild"),
         ("The man appears to have no hat.", "hat"),
+        ("The cars do not appear to be parked.", "parked"),
         ("If the wind stops, the person might try to pick up the kite.", "kite"),
     ],
 )

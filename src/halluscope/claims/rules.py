@@ -467,6 +467,15 @@ _SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
 _OBJECT_DEPS = frozenset({"dobj", "dative"})
 _COMPLEMENT_DEPS = frozenset({"acomp", "attr", "oprd"})
 _MAX_CLAUSE_DEPTH = 5
+#: Participles that say nothing about how a thing looks: "where the individuals are located".
+_EMPTY_STATES = _words(
+    "located situated positioned placed seen shown pictured depicted taken captured involved done used made "
+    "given happening occurring going doing"
+)
+#: Children that make a verb more than a bare state ("is smiling" is a state, "is smiling at" is not).
+_BARE_BLOCKERS = frozenset(
+    {"dobj", "dative", "prep", "agent", "attr", "acomp", "oprd", "xcomp", "ccomp", "advcl", "prt", "conj"}
+)
 #: Verbs of reasoning about the image rather than of what it shows.
 _REASONING_VERBS = _words(
     "suggest imply indicate mean show signal include involve reflect hint point conclude infer deduce "
@@ -553,6 +562,11 @@ def _verb_claims(
                 name = _object_name(part, chunks, names, gerund=False)
                 if name is not None and name != subject:
                     out.append(Claim(subject=subject, relation=relation, object=name))
+        # A state with nothing after it: "appears to be smiling", "the cars appear to be parked".
+        bare = not any(c.dep_ in _BARE_BLOCKERS for c in children)
+        state = verb.tag_ == "VBG" or (verb.tag_ == "VBN" and any(c.dep_ == "auxpass" for c in children))
+        if bare and state and verb.is_alpha and verb.lower_ not in NON_VISUAL_ADJECTIVES | _EMPTY_STATES:
+            out.append(Claim(subject=subject, relation="is", object=verb.lower_))
     for prep in (c for c in children if c.dep_ == "prep"):
         word = prep.lower_
         if word in _SKIPPED_PREPOSITIONS or prep.pos_ != "ADP" or _has_negation(prep):  # "given", "not in"
