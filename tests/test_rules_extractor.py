@@ -195,6 +195,11 @@ def test_missing_spacy_model_is_a_clear_failure() -> None:
         ("The man seems happy and is possibly looking forward to eating.", [("man", "is", "happy")]),
         ("The cars appear to be parked.", [("cars", "is", "parked")]),
         ("The person appears to be smiling.", [("person", "is", "smiling")]),
+        ("The person is outdoors.", [("person", "is", "outdoors")]),
+        (
+            "The batter may be feeling focused or tense.",
+            [("batter", "is", "focused"), ("batter", "is", "tense")],
+        ),
     ],
 )
 def test_fallback_reads_hedged_and_clausal_sentences(
@@ -217,6 +222,8 @@ def test_fallback_reads_hedged_and_clausal_sentences(
         ("No, the giraffe seems to be in an enclosure, not in the wild.", "wild"),
         ("The man appears to have no hat.", "hat"),
         ("The cars do not appear to be parked.", "parked"),
+        ("The person is not outdoors.", "outdoors"),
+        ("The person does not feel tired.", "tired"),
         ("If the wind stops, the person might try to pick up the kite.", "kite"),
     ],
 )

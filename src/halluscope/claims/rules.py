@@ -472,6 +472,7 @@ _EMPTY_STATES = _words(
     "located situated positioned placed seen shown pictured depicted taken captured involved done used made "
     "given happening occurring going doing"
 )
+_PLACE_ADVERBS = _words("outdoors indoors outside inside nearby underwater airborne upstairs downstairs")
 #: Children that make a verb more than a bare state ("is smiling" is a state, "is smiling at" is not).
 _BARE_BLOCKERS = frozenset(
     {"dobj", "dative", "prep", "agent", "attr", "acomp", "oprd", "xcomp", "ccomp", "advcl", "prt", "conj"}
@@ -532,7 +533,9 @@ def _verb_claims(
         for xcomp in xcomps:
             _verb_claims(subject, xcomp, chunks, names, out, depth + 1)
         return
-    if verb.lemma_ == "be" or verb.lemma_ in _COPULA_LEMMAS:
+    if verb.lemma_ in _COPULA_LEMMAS | {"feel"}:  # "might be feeling tired" reads as "is tired"
+        for place in (c for c in children if c.dep_ == "advmod" and c.lower_ in _PLACE_ADVERBS):
+            out.append(Claim(subject=subject, relation="is", object=place.lower_))  # "the person is outdoors"
         for complement in (c for c in children if c.dep_ in _COMPLEMENT_DEPS):
             if complement.lower_ in _DENYING_WORDS:
                 continue
