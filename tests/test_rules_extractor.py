@@ -242,6 +242,9 @@ def test_fallback_keeps_pronoun_and_abstract_safeguards(extractor: RulesExtracto
     assert not mentions(triples(extractor, "The purpose appears to be relaxation and fun."), "purpose")
     ropes = triples(extractor, "The ropes are probably used to control the elephant.")
     assert ("ropes", "control", "elephant") not in ropes
+    # A purpose is not what the image shows.
+    purpose = triples(extractor, "The man appears to be standing on the bench to see the parade.")
+    assert ("man", "standing on", "bench") in purpose and not mentions(purpose, "parade")
 
 
 def test_fallback_only_fills_sentences_the_main_rules_miss(extractor: RulesExtractor) -> None:

@@ -473,6 +473,8 @@ _EMPTY_STATES = _words(
     "given happening occurring going doing"
 )
 _PLACE_ADVERBS = _words("outdoors indoors outside inside nearby underwater airborne upstairs downstairs")
+#: "is part of a show", "is a pile": not a kind the subject belongs to.
+_NOT_KINDS = QUANTITY_NOUNS | {"part"}
 #: Children that make a verb more than a bare state ("is smiling" is a state, "is smiling at" is not).
 _BARE_BLOCKERS = frozenset(
     {"dobj", "dative", "prep", "agent", "attr", "acomp", "oprd", "xcomp", "ccomp", "advcl", "prt", "conj"}
@@ -553,7 +555,9 @@ def _verb_claims(
                     word = part.lower_
                     if word not in NON_VISUAL_ADJECTIVES and part.is_alpha:
                         out.append(Claim(subject=subject, relation="is", object=word))
-                elif part.pos_ in {"NOUN", "PROPN"} and part.lemma_ not in QUANTITY_NOUNS | {"part"}:
+                elif (
+                    part.pos_ in {"NOUN", "PROPN"} and verb.lemma_ != "feel" and part.lemma_ not in _NOT_KINDS
+                ):
                     name = _token_name(part, chunks, names)
                     if name is not None and name != subject:
                         out.append(Claim(subject=subject, relation="is", object=name))
@@ -591,6 +595,8 @@ def _verb_claims(
         shares_subject = not any(c.dep_ in _SUBJECT_DEPS | {"expl"} for c in child.children)
         if child.dep_ in {"xcomp", "advcl"} and passive:
             continue
+        if child.dep_ == "advcl" and any(c.tag_ == "TO" for c in child.children):
+            continue  # a purpose ("stands on the bench to see the parade") is not what the image shows
         if child.dep_ in {"xcomp", "advcl", "conj"} and child.pos_ in {"VERB", "AUX"} and shares_subject:
             _verb_claims(subject, child, chunks, names, out, depth + 1)
 
