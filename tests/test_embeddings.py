@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,22 +104,16 @@ def test_a_later_run_reencodes_nothing_it_has_seen(minilm: Embedder, tmp_path: P
     texts = _references(300)
     first_model = CountingModel(minilm.model)
     first = Embedder(first_model, minilm.identity(), cache=Cache(tmp_path / "cache.sqlite"))
-    started = time.perf_counter()
     cold = first.encode(texts)
-    cold_seconds = time.perf_counter() - started
     assert len(first_model.texts) == 300
 
     # A new process: a fresh cache connection and a fresh embedder, same model identity.
     second_model = CountingModel(minilm.model)
     second = Embedder(second_model, minilm.identity(), cache=Cache(tmp_path / "cache.sqlite"))
-    started = time.perf_counter()
     warm = second.encode([*texts[:150], "a sentence never seen before", *texts[150:]])
-    warm_seconds = time.perf_counter() - started
     assert second_model.calls == [["a sentence never seen before"]]
     assert second.stats.cache_hits == 300
     assert np.array_equal(warm[:150], cold[:150]) and np.array_equal(warm[151:], cold[150:])
-    # Reading 300 vectors back must be far cheaper than encoding them (one new string is encoded too).
-    assert warm_seconds < cold_seconds / 3, (warm_seconds, cold_seconds)
 
 
 def test_cache_namespace_follows_the_model_identity(minilm: Embedder, tmp_path: Path) -> None:

@@ -141,13 +141,12 @@ def test_scene_index_follows_changes_to_the_scene(matcher: NameMatcher) -> None:
 
 def test_lookups_are_cached(matcher: NameMatcher, desk_scene: SceneGraph) -> None:
     matcher.find_all_in_scene("the red lamp", desk_scene)
-    hits = matcher.head_nouns.cache_info().hits
-    start = time.perf_counter()
+    before = matcher.head_nouns.cache_info()
     for _ in range(200):
         matcher.find_all_in_scene("the red lamp", desk_scene)
-    elapsed = time.perf_counter() - start
-    assert matcher.head_nouns.cache_info().hits > hits
-    assert elapsed < 2.0, f"200 cached lookups took {elapsed:.2f} s"
+    after = matcher.head_nouns.cache_info()
+    assert after.hits >= before.hits + 200  # every repeat is served from the cache
+    assert after.misses == before.misses  # and spaCy never parses the phrase again
 
 
 @pytest.mark.parametrize(
