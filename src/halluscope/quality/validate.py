@@ -164,16 +164,10 @@ def synthetic_validation_set(
     """Answers of ``sim/hallucinate?rate=r`` to the benchmark's questions, for each rate r."""
     from halluscope.models.sim import ErrorRates, SimModel
 
-    samples = _samples(benchmark, limit)
-    vset = ValidationSet(benchmark=benchmark.name, data=str(benchmark.spec().get("data")), rates=list(rates),
-                         samples={s.id: s for s in samples}, scenes={})
-    for sample in samples:
-        scene = benchmark.scene(sample)
-        if scene is not None:
-            vset.scenes[sample.id] = scene
+    vset = _empty_set(benchmark, rates, limit)
     for rate in rates:
         sim = SimModel("hallucinate" if rate else "oracle", ErrorRates.uniform(rate), seed=seed)
-        for sample in samples:
+        for sample in vset.samples.values():
             scene = vset.scenes.get(sample.id)
             if scene is None:
                 continue
@@ -203,14 +197,11 @@ def tri_he_validation_set(
     """Each question's ground-truth triplets, with each one perturbed (object or relation) at rate r."""
     from halluscope.scene.triplets import TripletParseError, parse_triplet_string
 
-    samples = _samples(benchmark, limit)
-    vset = ValidationSet(benchmark=benchmark.name, data=str(benchmark.spec().get("data")), rates=list(rates),
-                         samples={s.id: s for s in samples}, scenes={})
-    for sample in samples:
-        scene = benchmark.scene(sample)
+    vset = _empty_set(benchmark, rates, limit)
+    for sample in vset.samples.values():
+        scene = vset.scenes.get(sample.id)
         if scene is None:
             continue
-        vset.scenes[sample.id] = scene
         truth: list[Claim] = []
         for text in sample.metadata.get("gt_triplets", []):
             try:
@@ -244,13 +235,20 @@ def tri_he_validation_set(
     return vset
 
 
-def _samples(benchmark: Benchmark, limit: int | None) -> list[Sample]:
+def _empty_set(benchmark: Benchmark, rates: Sequence[float], limit: int | None) -> ValidationSet:
+    """The first ``limit`` samples of the benchmark with their scene graphs, and no questions yet."""
     samples: list[Sample] = []
     for sample in benchmark.samples():
         if limit is not None and len(samples) >= limit:
             break
         samples.append(sample)
-    return samples
+    vset = ValidationSet(benchmark=benchmark.name, data=str(benchmark.spec().get("data")), rates=list(rates),
+                         samples={s.id: s for s in samples}, scenes={})
+    for sample in samples:
+        scene = benchmark.scene(sample)
+        if scene is not None:
+            vset.scenes[sample.id] = scene
+    return vset
 
 
 # -- judging ----------------------------------------------------------------------------------------------
