@@ -265,7 +265,7 @@ async def test_batched_judge_makes_one_json_call_per_answer(
         ]
     }
     scripted_server.push(completion(json.dumps(reply)), completion("Sorry, I cannot help with that."))
-    judge = LLMJudge(model="m", base_url=scripted_server.base_url, mode="batched")
+    judge = LLMJudge(model="m", base_url=scripted_server.base_url, mode="batched", concurrency=1)
     first, second = await judge.judge_many(
         [JudgeItem("a", CLAIMS, scene), JudgeItem("b", CLAIMS[:2], scene)]
     )
