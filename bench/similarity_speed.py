@@ -11,7 +11,7 @@ excluded from all (the model is loaded once and warmed up first):
   (c) cold       SimilarityJudge with an empty embedding cache (SQLite file in a temporary folder)
   (d) warm       SimilarityJudge in a fresh process state, reference embeddings cached by an earlier run
   (e) re-run     SimilarityJudge in a fresh process state, everything cached by an earlier identical run
-  (f) chunked    SimilarityJudge, empty cache, fed 64 questions per call as the run command's runner does
+  (f) chunked    SimilarityJudge, empty cache, fed --chunk questions per call (the runner uses 256)
 
 With --mismatched, every question's claims are also judged against the next image's references (mostly
 hallucinated, often with nothing above the filter), so the verdict comparison covers both outcomes.
@@ -141,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--mismatched", action="store_true", help="also judge each question's claims against the next image"
     )
     parser.add_argument("--model", default=None, help="embedding model (default: packaged all-MiniLM-L6-v2)")
+    parser.add_argument(
+        "--chunk", type=int, nargs="+", default=[256], help="questions per call for (f) (default: 256, as the runner)"
+    )
     parser.add_argument("--skip-official", action="store_true", help="skip (a), the slow official loop")
     parser.add_argument(
         "--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)"
@@ -210,16 +213,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         seconds, rerun = timed(lambda: judge_scores(fresh_judge("cold-0.sqlite"), items), args.repeat)
         rows.append(("(e) SimilarityJudge, identical re-run", seconds, rerun))
 
-        def chunked() -> list[float]:
-            judge = fresh_judge(f"chunked-{next(counter)}.sqlite")
-            return [
-                s
-                for start in range(0, len(items), 64)
-                for s in judge_scores(judge, items[start : start + 64])
-            ]
+        for size in args.chunk:
 
-        seconds, in_chunks = timed(chunked, args.repeat)
-        rows.append(("(f) SimilarityJudge, empty cache, chunks of 64", seconds, in_chunks))
+            def chunked(size: int = size) -> list[float]:
+                judge = fresh_judge(f"chunked-{next(counter)}.sqlite")
+                return [
+                    s
+                    for start in range(0, len(items), size)
+                    for s in judge_scores(judge, items[start : start + size])
+                ]
+
+            seconds, in_chunks = timed(chunked, args.repeat)
+            rows.append((f"(f) SimilarityJudge, empty cache, chunks of {size}", seconds, in_chunks))
 
     base = rows[0][1]
     ideal_seconds = rows[1 if official is not None else 0][1]
