@@ -351,12 +351,24 @@ def test_a_run_as_the_runner_writes_it_gets_tri_he_scenes_and_images(tmp_path: P
     )
     spec["judge"] = {"judge": "similarity", "model": "all-MiniLM-L6-v2"}
     items = tri_he_items(limit=6)
-    write_run(tmp_path / "run", model="unused", items=items, seed=13, rates=RATES_A, spec=spec)
+    extra = {"hallu_q_with_empty": 20.0, "attribute_hallu_i": 3.0, "injected_hallu_q": 25.0}
+    write_run(
+        tmp_path / "run", model="unused", items=items, seed=13, rates=RATES_A, spec=spec, extra_metrics=extra
+    )
     page = write_html_report([tmp_path / "run"], tmp_path / "r.html").read_text()
     data = embedded_data(page)
     assert data["runs"][0]["label"] == "replay"
     assert data["runs"][0]["judge"] == "similarity (all-MiniLM-L6-v2)"
     assert data["runs"][0]["benchmark"] == "tri-he"
+    # The table names the judge and keeps its model identity small beneath it, and titles every metric
+    # column by the paper's name (no raw keys).
+    assert '>similarity<div class="detail">all-MiniLM-L6-v2</div></td>' in page
+    headers = re.findall(r'<th class="num metric" title="([^"]+)">([^<]+(?:<br>[^<]+)*)</th>', page)
+    assert ("relation_hallu_i", "Relation<br>Hallu-I") in headers
+    assert ("hallu_q_with_empty", "Hallu-Q<br>(empty=0)") in headers
+    assert ("attribute_hallu_i", "Attribute<br>Hallu-I") in headers
+    assert ("injected_hallu_q", "Injected<br>Hallu-Q") in headers
+    assert all("_" not in shown for _, shown in headers), headers
     raw = json.loads((TRI_HE / "tri-he.json").read_text())
     for sample in data["samples"]:
         assert sample["img"] in data["images"]

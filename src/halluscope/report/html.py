@@ -51,6 +51,10 @@ _PRETTY_METRICS = {
     "object_hallu_i": "Object Hallu-I",
     "relation_hallu_q": "Relation Hallu-Q",
     "relation_hallu_i": "Relation Hallu-I",
+    "attribute_hallu_q": "Attribute Hallu-Q",
+    "attribute_hallu_i": "Attribute Hallu-I",
+    "hallu_q_with_empty": "Hallu-Q (empty=0)",
+    "hallu_i_with_empty": "Hallu-I (empty=0)",
     "hscore": "hScore (helpfulness)",
     "tscore": "tScore (truthfulness)",
 }
@@ -603,7 +607,7 @@ def _summary_html(runs: Sequence[_Run]) -> str:
     head = ["model (run folder)", "benchmark", "extractor", "judge", "samples"]
     head_html = "".join(f"<th>{_e(h)}</th>" for h in head)
     head_html += "".join(
-        f'<th class="num metric" title="{_e(k)}">{_e(_PRETTY_METRICS.get(k, k)).replace(" ", "<br>")}</th>'
+        f'<th class="num metric" title="{_e(k)}">{_e(_pretty(k)).replace(" ", "<br>")}</th>'
         for k in metric_keys
     )
     head_html += '<th class="claims-col">claims by verdict</th><th class="counts-col">counts</th>'
@@ -622,10 +626,14 @@ def _summary_html(runs: Sequence[_Run]) -> str:
         cells = [
             f'<td class="run-col"><span class="swatch" style="background:{run.color}"></span>'
             f'<a href="#/samples?run={index}">{_e(run.label)}</a>'
-            f'<div class="dir" title="{_e(run.directory)}">{_e(run.directory.name)}</div></td>',
+            + (
+                f'<div class="dir" title="{_e(run.directory)}">{_e(run.directory.name)}</div></td>'
+                if run.directory.name != run.label
+                else "</td>"
+            ),
             f"<td>{_e(run.benchmark)}</td>",
-            f"<td>{_e(run.extractor)}</td>",
-            f"<td>{_e(run.judge)}</td>",
+            _component_cell(run.extractor),
+            _component_cell(run.judge),
             f'<td class="num" data-key="samples">{len(run.records)}</td>',
         ]
         cells += [
@@ -637,7 +645,13 @@ def _summary_html(runs: Sequence[_Run]) -> str:
             for k in count_keys
             if k in counts
         )
-        cells.append(f'<td class="counts-col">{count_items}</td>')
+        # Counts are many and secondary: folded, so that each run stays one line tall.
+        cells.append(
+            f'<td class="counts-col"><details><summary>{len(count_keys)} counts</summary>{count_items}'
+            "</details></td>"
+            if count_items
+            else '<td class="counts-col"></td>'
+        )
         rows.append(f'<tr data-run="{index}">{"".join(cells)}</tr>')
     table = (
         '<div class="table-wrap"><table id="summary-table" class="summary">'
@@ -659,7 +673,7 @@ def _groups_html(runs: Sequence[_Run]) -> str:
                 if key not in keys:
                     keys.append(str(key))
         head = "<th>group</th>" + "".join(
-            f'<th class="num">{_e(_PRETTY_METRICS.get(k, k))}</th>' for k in keys
+            f'<th class="num">{_e(_pretty(k))}</th>' for k in keys
         )
         body = "".join(
             f"<tr><td>{_e(group)}</td>"
@@ -699,6 +713,27 @@ def _nice_max(value: float) -> float:
         if value <= step * magnitude:
             return float(step * magnitude)
     return float(10 * magnitude)
+
+
+def _pretty(key: str) -> str:
+    """A metric key as a column or axis title: the papers' names where they exist, else plain words."""
+    if key in _PRETTY_METRICS:
+        return _PRETTY_METRICS[key]
+    for prefix, word in (("injected_", "Injected"), ("judge_", "Judge")):
+        if key.startswith(prefix):
+            return f"{word} {_pretty(key.removeprefix(prefix))}"
+    return key.replace("_", " ")
+
+
+def _component_cell(text: str) -> str:
+    """A table cell for "name (model identity)": the name, with the long identity small beneath it."""
+    name, sep, detail = text.partition(" (")
+    if not sep or not detail.endswith(")"):
+        return f'<td class="component">{_e(text)}</td>'
+    return (
+        f'<td class="component" title="{_e(text)}">{_e(name)}'
+        f'<div class="detail">{_e(detail[:-1])}</div></td>'
+    )
 
 
 def _rate_keys(runs: Sequence[_Run]) -> list[str]:
@@ -754,7 +789,7 @@ def _bars_svg(runs: Sequence[_Run], keys: Sequence[str]) -> str:
     for key in keys:
         parts.append(
             f'<text x="{left - 8}" y="{y + bar:.1f}" text-anchor="end" class="axis-label">'
-            f"{_e(_PRETTY_METRICS.get(key, key))}</text>"
+            f"{_e(_pretty(key))}</text>"
         )
         for run in reporting:
             value = run.metric_values().get(key)
@@ -805,12 +840,12 @@ def _radar_svg(runs: Sequence[_Run]) -> str:
         anchor = "middle" if abs(lx - cx) < 10 else ("start" if lx > cx else "end")
         parts.append(
             f'<text x="{lx:.1f}" y="{ly + 4:.1f}" text-anchor="{anchor}" class="axis-label">'
-            f"{_e(_PRETTY_METRICS.get(key, key))}</text>"
+            f"{_e(_pretty(key))}</text>"
         )
     for run in plotted:
         values = run.metric_values()
         vertices = [point(i, (values[k] or 0.0) / top) for i, k in enumerate(axes)]
-        text = ", ".join(f"{_PRETTY_METRICS.get(k, k)} {_fmt(values[k])}" for k in axes)
+        text = ", ".join(f"{_pretty(k)} {_fmt(values[k])}" for k in axes)
         parts.append(
             f'<g class="series" data-run="{_e(run.label)}"><title>{_e(run.label)}: {_e(text)}</title>'
             f'<polygon points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in vertices)}" '
