@@ -56,6 +56,7 @@ def run(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Discard an existing run in --out.")] = False,
     strict: Annotated[bool, typer.Option(help="Stop if the responses file has any problem.")] = False,
+    # runs.runner.DEFAULT_CHUNK_SIZE, written out so that `--help` need not import the runner.
     chunk_size: Annotated[int, typer.Option(help="Samples scored per batch (and per durable write).")] = 256,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:

@@ -640,16 +640,14 @@ def _summary_html(runs: Sequence[_Run]) -> str:
             f'<td class="num" data-key="{_e(k)}">{_fmt(values.get(k), scales[k])}</td>' for k in metric_keys
         ]
         cells.append(f'<td class="claims-col">{chips}</td>')
+        shown = [k for k in count_keys if k in counts]
         count_items = "".join(
-            f'<div class="count" data-key="count:{_e(k)}">{_e(k)} <b>{_e(counts[k])}</b></div>'
-            for k in count_keys
-            if k in counts
+            f'<div class="count" data-key="count:{_e(k)}">{_e(k)} <b>{_e(counts[k])}</b></div>' for k in shown
         )
         # Counts are many and secondary: folded, so that each run stays one line tall.
         cells.append(
-            f'<td class="counts-col"><details><summary>{len(count_keys)} counts</summary>{count_items}'
-            "</details></td>"
-            if count_items
+            f'<td class="counts-col"><details><summary>{len(shown)} counts</summary>{count_items}</details></td>'
+            if shown
             else '<td class="counts-col"></td>'
         )
         rows.append(f'<tr data-run="{index}">{"".join(cells)}</tr>')

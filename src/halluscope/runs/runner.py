@@ -63,7 +63,7 @@ def _is_done(record: SampleRecord, responses: Mapping[str, Response]) -> bool:
 
 #: Samples scored per call of ``Benchmark.score_many`` (and per durable write). Batched judges encode
 #: each call's strings together, so small chunks cost throughput: on Tri-HE the similarity judge took
-#: 1.47x the ideal batched time in chunks of 64 and 1.07x in chunks of 256 (``bench/similarity_speed.py``).
+#: 1.62x the ideal batched time in chunks of 64 and 1.10x in chunks of 256 (``bench/similarity_speed.py``).
 #: A crash loses at most one chunk's local work; LLM calls are cached one by one and are never lost.
 DEFAULT_CHUNK_SIZE = 256
 
