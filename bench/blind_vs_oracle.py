@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from halluscope.benchmarks import BENCHMARKS, ScoringContext
+from halluscope.cache import Cache
 from halluscope.claims import EXTRACTORS
 from halluscope.judges import JUDGES
 from halluscope.models.spec import create_model
-from halluscope.runs.cache import Cache
 from halluscope.runs.respond import collect_responses
 from halluscope.runs.runner import run_benchmark_async
 

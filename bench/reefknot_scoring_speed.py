@@ -21,8 +21,8 @@ from pathlib import Path
 
 from halluscope.benchmarks import ScoringContext
 from halluscope.benchmarks.reefknot import Reefknot
+from halluscope.cache import Cache
 from halluscope.judges.entailment import FunctionEntailment
-from halluscope.runs.cache import Cache
 from halluscope.types import Response, Sample, SampleRecord
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

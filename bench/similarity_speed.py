@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from halluscope.benchmarks.tri_he import load_scene_graphs, load_tri_he
+from halluscope.cache import Cache
 from halluscope.embeddings import Embedder, load_embedder
 from halluscope.judges.similarity import SimilarityJudge
-from halluscope.runs.cache import Cache
 from halluscope.scene.triplets import parse_triplet_string, reference_sentence
 from halluscope.stages import JudgeItem
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from halluscope.benchmarks import ScoringContext
 from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
+from halluscope.cache import Cache
 from halluscope.claims import EXTRACTORS
 from halluscope.judges import JUDGES
-from halluscope.runs.cache import Cache
 from halluscope.runs.runner import run_benchmark
 
 REPO = Path(__file__).resolve().parents[1]

@@ -32,6 +32,7 @@ from typing import Any
 from halluscope.benchmarks.synthetic import SyntheticBenchmark
 from halluscope.benchmarks.tri_he import TriHE
 from halluscope.build.synthetic import build_synthetic
+from halluscope.cache import Cache
 from halluscope.judges import JUDGES
 from halluscope.quality.validate import (
     ValidationReport,
@@ -42,7 +43,6 @@ from halluscope.quality.validate import (
     tri_he_validation_set,
     validate_judge,
 )
-from halluscope.runs.cache import Cache
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HALLUSCOPE_SHARED", REPO.parent / "shared"))

@@ -1,4 +1,4 @@
-from halluscope.runs.cache import Cache, content_key
+from halluscope.cache import Cache, content_key
 
 
 def test_values_persist_across_processes_and_namespaces_stay_apart(tmp_path):

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import torch
 
+from halluscope.cache import Cache
 from halluscope.mitigation.dtc import (
     DTCConfig,
     DTCModel,
@@ -28,7 +29,6 @@ from halluscope.mitigation.dtc import (
 )
 from halluscope.models import ChatTurn, GenerateRequest, GenerateResult, Model
 from halluscope.models.hf import HFModel, option_probabilities
-from halluscope.runs.cache import Cache
 from halluscope.stages import Failure
 from tests import tiny_vlms
 

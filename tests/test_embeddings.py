@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from halluscope.cache import Cache
 from halluscope.embeddings import (
     Embedder,
     EmbeddingModelError,
@@ -20,7 +21,6 @@ from halluscope.embeddings import (
     mpnet_packaged,
     resolve_model,
 )
-from halluscope.runs.cache import Cache
 from halluscope.scene.triplets import reference_sentence
 from tests.paths import TRI_HE_JSON
 

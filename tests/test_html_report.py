@@ -341,7 +341,7 @@ def test_a_run_copied_elsewhere_renders_without_benchmark_data(tmp_path: Path) -
 def test_a_run_as_the_runner_writes_it_gets_tri_he_scenes_and_images(tmp_path: Path) -> None:
     """The spec in the runner's own format (``build_spec``), read back by the real Tri-HE benchmark."""
     from halluscope.benchmarks.tri_he import TriHE
-    from halluscope.runs.cache import Cache
+    from halluscope.cache import Cache
     from halluscope.runs.runner import build_spec
 
     spec = build_spec(

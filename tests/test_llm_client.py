@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from halluscope.cache import Cache
 from halluscope.llm.client import (
     DEFAULT_BASE_URL,
     ChatClient,
@@ -25,7 +26,6 @@ from halluscope.llm.client import (
     LLMTimeoutError,
     _parse_retry_after,
 )
-from halluscope.runs.cache import Cache
 from tests.scripted_server import Reply, ScriptedServer, completion, error
 
 SECRET = "sk-test-0123456789SECRET"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from halluscope.benchmarks.tri_he import load_tri_he, scene_from_entry
+from halluscope.cache import Cache
 from halluscope.claims.llm import LLMExtractor
 from halluscope.judges.llm import LLMJudge
 from halluscope.llm.offline import (
@@ -26,7 +27,6 @@ from halluscope.llm.offline import (
 from halluscope.llm.offline import (
     llama_server as serve_gguf,
 )
-from halluscope.runs.cache import Cache
 from halluscope.stages import Failure, JudgeItem
 from halluscope.types import Claim, VerdictLabel
 from tests.paths import TRI_HE_JSON

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from halluscope.benchmarks import BENCHMARKS
+from halluscope.cache import Cache
 from halluscope.mitigation.eyes_closed import EyesClosedModel
 from halluscope.models.spec import create_model
-from halluscope.runs.cache import Cache
 from halluscope.runs.respond import RESPONSES_FILE, build_request, collect_responses
 from tests.paths import TRI_HE_JSON
 from tests.scripted_server import Reply, ScriptedServer, completion

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from halluscope.benchmarks import BENCHMARKS
+from halluscope.cache import Cache
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.baselines import SceneMissingError
 from halluscope.models.openai import OpenAIModel
 from halluscope.models.spec import create_model
-from halluscope.runs.cache import Cache
 from halluscope.runs.respond import build_request, collect_responses
 from tests.paths import TRI_HE_JSON
 from tests.scripted_server import Reply, ScriptedServer, completion

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from halluscope.cache import Cache
 from halluscope.models import MODELS, ChatTurn, GenerateRequest, GenerateResult
 from halluscope.models.hf import HFModel, HFModelError, answer_token_ids, option_probabilities
-from halluscope.runs.cache import Cache
 from halluscope.stages import Failure
 from tests import tiny_vlms
 

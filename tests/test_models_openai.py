@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from halluscope.cache import Cache
 from halluscope.llm import LLMBadRequestError
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.images import ImageError, decode_data_url, image_data_url, resize_to_max_side
 from halluscope.models.openai import OpenAIModel, option_probabilities
 from halluscope.models.spec import create_model
-from halluscope.runs.cache import Cache
 from tests.paths import TRI_HE_IMAGES
 from tests.scripted_server import Reply, ScriptedServer, completion, error
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from halluscope.cache import Cache
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.replay import ReplayError, ReplayModel, detect_format
 from halluscope.models.spec import create_model
-from halluscope.runs.cache import Cache
 from tests.paths import HQH_DIR, REEFKNOT_DIR, TRI_HE_JSON
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from halluscope.cache import Cache
 from halluscope.mitigation.eyes_closed import EyesClosedModel
 from halluscope.models.baselines import BlindModel, SceneOracleModel
 from halluscope.models.openai import OpenAIModel
@@ -18,7 +19,6 @@ from halluscope.models.spec import (
     parse_value,
     spec_with_mitigations,
 )
-from halluscope.runs.cache import Cache
 
 
 def test_plain_spec_with_options_and_types() -> None:

@@ -17,9 +17,9 @@ from halluscope.benchmarks.reefknot import (
     is_reefknot_jsonl,
     load_reefknot_responses,
 )
+from halluscope.cache import Cache
 from halluscope.judges.entailment import FunctionEntailment
 from halluscope.responses import ResponsesError
-from halluscope.runs.cache import Cache
 from halluscope.runs.runner import run_benchmark
 from halluscope.types import Response, Sample
 from tests.paths import REEFKNOT_DIR

@@ -32,9 +32,9 @@ from halluscope.build.relations import (
     related,
     relation_holds,
 )
+from halluscope.cache import Cache
 from halluscope.cli.build import register
 from halluscope.judges.answers import parse_mcq_options
-from halluscope.runs.cache import Cache
 from halluscope.scene.graph import SceneGraph, normalise_name
 from halluscope.scene.vg import SceneGraphFormatError, load_gqa_scene_graphs, load_vg_scene_graphs
 from tests.paths import TRI_HE_JSON

@@ -17,6 +17,7 @@ import pytest
 
 from halluscope.benchmarks import ScoringContext
 from halluscope.benchmarks.reefknot import Reefknot
+from halluscope.cache import Cache
 from halluscope.judges.entailment import (
     EntailmentModelError,
     FunctionEntailment,
@@ -25,7 +26,6 @@ from halluscope.judges.entailment import (
     combine_directions,
     parse_entailment_reply,
 )
-from halluscope.runs.cache import Cache
 from halluscope.stages import Failure
 from halluscope.types import Response
 from tests.paths import REEFKNOT_DIR

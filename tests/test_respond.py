@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from halluscope.benchmarks import BENCHMARKS
+from halluscope.cache import Cache
 from halluscope.cli.main import app
 from halluscope.models.openai import OpenAIModel
 from halluscope.models.spec import create_model
-from halluscope.runs.cache import Cache
 from halluscope.runs.respond import (
     RESPOND_ERRORS_FILE,
     RESPONSES_FILE,

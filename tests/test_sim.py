@@ -161,8 +161,8 @@ def test_sim_answers_any_scene_graph_with_supplied_facts() -> None:
 
 @pytest.fixture(scope="module")
 def typed_judge():  # type: ignore[no-untyped-def]
+    from halluscope.cache import Cache
     from halluscope.judges import JUDGES
-    from halluscope.runs.cache import Cache
 
     return JUDGES.create("typed", cache=Cache(None))
 

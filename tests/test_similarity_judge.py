@@ -19,10 +19,10 @@ import pytest
 from sklearn.metrics.pairwise import cosine_similarity
 
 from halluscope.benchmarks.tri_he import load_scene_graphs
+from halluscope.cache import Cache
 from halluscope.embeddings import Embedder, load_embedder
 from halluscope.judges import JUDGES
 from halluscope.judges.similarity import JudgeProfile, SimilarityJudge, save_profile
-from halluscope.runs.cache import Cache
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import parse_triplet_string
 from halluscope.stages import Failure, JudgeItem

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from halluscope.build.synthetic import build_synthetic
+from halluscope.cache import Cache
 from halluscope.quality.validate import (
     TruthClaim,
     ValidationQuestion,
@@ -24,7 +25,6 @@ from halluscope.quality.validate import (
     typing,
     validate_judge,
 )
-from halluscope.runs.cache import Cache
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Judge
 from halluscope.types import ErrorType, Sample, Verdict, VerdictLabel

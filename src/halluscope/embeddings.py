@@ -6,7 +6,7 @@ reference triplets, joined reference sets — many of which repeat across claims
 
 * encodes each *distinct* string of a call once, in large length-sorted batches (the model's own batching);
 * keeps every vector it has produced in a small in-process table, so repeated calls in one process are free;
-* stores vectors in the SQLite :class:`~halluscope.runs.cache.Cache` as raw float32 bytes under a namespace
+* stores vectors in the SQLite :class:`~halluscope.cache.Cache` as raw float32 bytes under a namespace
   derived from the model identity, so a later run re-encodes nothing it has already seen.
 
 Why the cache lookup is fast: keys are 128-bit BLAKE2b digests of the UTF-8 text (cheap to compute, short
@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from halluscope.runs.cache import Cache, default_cache_dir
+from halluscope.cache import Cache, default_cache_dir
 
 #: Names that select the packaged all-MiniLM-L6-v2 (the offline default).
 MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "minilm", "sentence-transformers/all-MiniLM-L6-v2"})

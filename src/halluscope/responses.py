@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from halluscope.jsonio import write_jsonl_atomic
 from halluscope.types import Claim, Response
 
 _CORE_FIELDS = {"id", "response", "claims", "model"}
@@ -176,11 +177,4 @@ def response_to_row(response: Response) -> dict[str, Any]:
 
 def write_responses(path: Path, responses: Iterable[Response]) -> Path:
     """Write halluscope JSONL (atomically: a reader never sees half a file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for response in responses:
-            handle.write(json.dumps(response_to_row(response), ensure_ascii=False) + "\n")
-    tmp.replace(path)
-    return path
+    return write_jsonl_atomic(path, (response_to_row(response) for response in responses))

@@ -1,4 +1,9 @@
-"""The interfaces of the pipeline's pluggable stages: claim extractors and claim judges.
+"""The interfaces of the pipeline's pluggable stages: benchmarks, claim extractors and claim judges.
+
+A benchmark scores in its own way (Tri-HE extracts claims and judges them against a scene graph;
+Reefknot parses a yes/no or a letter; HQH asks a judge), so scoring lives with the benchmark, while the
+run machinery (responses, resume, caching, logs) in runs/ is shared by all of them and needs only this
+interface, never a benchmark module.
 
 Both work on batches, because the fast implementations (sentence embeddings, spaCy) gain from seeing many
 inputs at once, while LLM-backed ones fan a batch out into concurrent requests. Both report a failure per
@@ -9,12 +14,15 @@ runner around these calls, keyed on :meth:`identity`, so implementations stay si
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.cache import Cache
+from halluscope.responses import ResponsesFile, read_any_responses
 from halluscope.scene.graph import SceneGraph
-from halluscope.types import Claim, Verdict
+from halluscope.types import Claim, MetricsReport, Response, Sample, SampleRecord, Verdict
 
 
 @dataclass(frozen=True)
@@ -71,3 +79,50 @@ class Judge(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release clients or models."""
+
+
+@dataclass
+class ScoringContext:
+    """What a benchmark may use to score: the chosen extractor and judge, and the shared cache."""
+
+    cache: Cache
+    extractor: Extractor | None = None
+    judge: Judge | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Benchmark(ABC):
+    """One benchmark's data, scoring and metrics."""
+
+    name: ClassVar[str]
+    #: The extractor and judge used when the user names none (None where the benchmark needs none).
+    default_extractor: ClassVar[str | None] = None
+    default_judge: ClassVar[str | None] = None
+
+    @abstractmethod
+    def samples(self) -> Iterator[Sample]:
+        """Every sample, in the benchmark's own order, with stable ids."""
+
+    def scene(self, sample: Sample) -> SceneGraph | None:
+        """The scene graph of the sample's image, when the benchmark has one."""
+        return None
+
+    def spec(self) -> dict[str, Any]:
+        """What identifies this benchmark's data in ``spec.json`` (paths, options, selection)."""
+        return {"benchmark": self.name}
+
+    def read_responses(
+        self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
+    ) -> ResponsesFile:
+        """Read a responses file; benchmarks override this to accept their official answer layouts too."""
+        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
+
+    @abstractmethod
+    async def score_many(
+        self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
+    ) -> list[SampleRecord]:
+        """Score each (sample, response) pair; a missing response gives a record with a ``failure``."""
+
+    @abstractmethod
+    def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
+        """Pure function of the scored records: never calls a model."""

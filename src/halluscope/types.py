@@ -159,3 +159,18 @@ class SampleRecord(BaseModel):
 
     def count(self, label: VerdictLabel, error: ErrorType | None = None) -> int:
         return sum(1 for c in self.claims if c.verdict == label and (error is None or c.error == error))
+
+
+class MetricsReport(BaseModel):
+    """The content of a run's ``metrics.json``: what every benchmark's metrics function returns.
+
+    It lives here, in the contract, so metrics/, runs/, report/ and quality/ read it without importing
+    benchmarks/.
+    """
+
+    benchmark: str
+    metrics: dict[str, float | None]
+    groups: dict[str, dict[str, float | None]] = Field(default_factory=dict)
+    counts: dict[str, int] = Field(default_factory=dict)
+    #: Anything else worth keeping that is not a single number (distributions, curves).
+    details: dict[str, Any] = Field(default_factory=dict)

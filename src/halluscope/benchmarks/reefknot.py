@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.cache import default_cache_dir
 from halluscope.judges.answers import (
     ParsedAnswer,
     normalise_vqa_answer,
@@ -52,8 +53,8 @@ from halluscope.judges.entailment import (
     make_entailment,
 )
 from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, answer_probabilities, entropy_bits
+from halluscope.options import check_options
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
-from halluscope.runs.cache import default_cache_dir
 from halluscope.stages import Failure
 from halluscope.types import Response, Sample, SampleRecord
 
@@ -466,11 +467,7 @@ class Reefknot(Benchmark):
             "entailment",
             "entropy_threshold",
         }
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown Reefknot option(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-            )
+        check_options("the Reefknot benchmark", set(options) - known, known)
         for key in ("tasks", "relation_types"):
             if key in options:
                 options[key] = _split_csv(options[key])

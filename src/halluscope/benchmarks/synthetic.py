@@ -32,8 +32,9 @@ from halluscope.build.synthetic import (
     load_questions,
     load_scenes,
 )
+from halluscope.cache import default_cache_dir
 from halluscope.metrics.triplets import triplet_metrics
-from halluscope.runs.cache import default_cache_dir
+from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
 from halluscope.types import Response, Sample, SampleRecord, VerdictLabel
 
@@ -74,8 +75,7 @@ class SyntheticBenchmark(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> SyntheticBenchmark:
         limit = options.pop("limit", None)
-        if options:
-            raise ValueError(f"unknown synthetic benchmark option(s): {', '.join(sorted(options))}")
+        check_options("the synthetic benchmark", options, ["limit"])
         return cls(data=data, limit=int(limit) if limit else None)
 
     @cached_property

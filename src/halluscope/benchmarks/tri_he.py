@@ -20,8 +20,9 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.triplets import score_open_answers
+from halluscope.cache import default_cache_dir
 from halluscope.metrics.triplets import triplet_metrics
-from halluscope.runs.cache import default_cache_dir
+from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import TripletParseError, parse_triplet_string
 from halluscope.types import Response, Sample, SampleRecord
@@ -125,8 +126,7 @@ class TriHE(Benchmark):
     def from_options(cls, data: Path | None = None, **options: Any) -> TriHE:
         images = options.pop("images", None)
         limit = options.pop("limit", None)
-        if options:
-            raise ValueError(f"unknown Tri-HE option(s): {', '.join(sorted(options))}")
+        check_options("the Tri-HE benchmark", options, ["images", "limit"])
         return cls(data=data, images=Path(images) if images else None, limit=int(limit) if limit else None)
 
     @cached_property

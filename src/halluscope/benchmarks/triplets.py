@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from halluscope.benchmarks.base import ScoringContext
-from halluscope.runs.cache import content_key
+from halluscope.cache import content_key
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, JudgeItem
 from halluscope.types import Claim, JudgedClaim, Response, Sample, SampleRecord, Verdict, VerdictLabel

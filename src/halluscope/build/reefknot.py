@@ -37,7 +37,7 @@ import asyncio
 import json
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from halluscope.build.relations import (
     relation_holds,
     spatial_core,
 )
+from halluscope.jsonio import write_jsonl_atomic
 from halluscope.scene.graph import SceneGraph, normalise_name
 
 __all__ = [
@@ -201,11 +202,11 @@ class BuiltReefknot:
         for task, rows in self.rows.items():
             if task not in self.options.tasks:
                 continue
-            _write_jsonl(out_dir / FILES[task], rows)
+            write_jsonl_atomic(out_dir / FILES[task], rows)
         benchmark = Reefknot(
             data=out_dir, images=images, tasks=[t for t in self.options.tasks if self.rows.get(t)]
         )
-        _write_jsonl(out_dir / "samples.jsonl", (s.model_dump(mode="json") for s in benchmark.samples()))
+        write_jsonl_atomic(out_dir / "samples.jsonl", (s.model_dump(mode="json") for s in benchmark.samples()))
         problems = verify_build(self)
         info = {
             "builder": "halluscope.build.reefknot",
@@ -219,14 +220,6 @@ class BuiltReefknot:
             json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
         return out_dir
-
-
-def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
 
 
 # -- wording -------------------------------------------------------------------------------------------------

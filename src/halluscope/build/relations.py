@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from halluscope.runs.cache import Cache, content_key
+from halluscope.cache import Cache, content_key
 from halluscope.scene.graph import SceneGraph, normalise_name
 
 __all__ = [

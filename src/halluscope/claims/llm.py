@@ -20,8 +20,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from halluscope.llm.client import LLMAuthError, LLMError, check_options, stage_client
-from halluscope.runs.cache import Cache
+from halluscope.cache import Cache
+from halluscope.llm.client import LLMAuthError, LLMError, stage_client
+from halluscope.options import check_options
 from halluscope.stages import Extractor, Failure
 from halluscope.types import Claim
 

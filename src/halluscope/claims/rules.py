@@ -40,7 +40,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from halluscope.runs.cache import Cache
+from halluscope.cache import Cache
+from halluscope.options import check_options
 from halluscope.scene.names import QUANTITY_NOUNS
 from halluscope.stages import Extractor, Failure
 from halluscope.types import Claim
@@ -106,11 +107,7 @@ class RulesExtractor(Extractor):
         model: str | None = None,
         **unknown: Any,
     ) -> None:
-        if unknown:
-            known = "spacy_model (or model), max_chars, batch_size, cache"
-            raise ValueError(
-                f"unknown option(s) for the rules extractor: {', '.join(sorted(unknown))} (known: {known})"
-            )
+        check_options("the rules extractor", unknown, ["spacy_model", "model", "max_chars", "batch_size", "cache"])
         if model is not None:
             if spacy_model != DEFAULT_SPACY_MODEL and model != spacy_model:
                 raise ValueError("give the spaCy model once: spacy_model or model, not both")

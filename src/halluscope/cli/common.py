@@ -49,7 +49,7 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def open_cache(cache_path: Path | None, no_cache: bool) -> Any:
-    from halluscope.runs.cache import Cache
+    from halluscope.cache import Cache
 
     if no_cache:
         return Cache(None)

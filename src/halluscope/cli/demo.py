@@ -67,9 +67,9 @@ def run_demo(
     from halluscope.benchmarks.base import ScoringContext
     from halluscope.benchmarks.synthetic import SyntheticBenchmark
     from halluscope.build.synthetic import build_synthetic
+    from halluscope.cache import Cache
     from halluscope.judges import JUDGES
     from halluscope.models.spec import create_model
-    from halluscope.runs.cache import Cache
     from halluscope.runs.respond import collect_responses, model_label
     from halluscope.runs.runner import run_benchmark
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from halluscope.runs.cache import Cache, content_key
+from halluscope.cache import Cache, content_key
 from halluscope.stages import Failure
 
 __all__ = [

@@ -34,8 +34,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from halluscope.llm.client import LLMAuthError, LLMError, check_options, stage_client
-from halluscope.runs.cache import Cache
+from halluscope.cache import Cache
+from halluscope.llm.client import LLMAuthError, LLMError, stage_client
+from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, Judge, JudgeItem
 from halluscope.types import Claim, ErrorType, Verdict, VerdictLabel

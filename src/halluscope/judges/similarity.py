@@ -36,8 +36,10 @@ from typing import Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from halluscope.cache import Cache, default_cache_dir
 from halluscope.embeddings import Embedder, load_embedder, resolve_model
-from halluscope.runs.cache import Cache, default_cache_dir
+from halluscope.jsonio import write_json_atomic
+from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import reference_sentence
 from halluscope.stages import Failure, Judge, JudgeItem
@@ -96,12 +98,7 @@ def load_profile(name: str) -> JudgeProfile:
 def save_profile(name: str, profile: JudgeProfile, **extra: Any) -> Path:
     """Write a profile (plus any extra JSON fields, such as calibration figures) and return its path."""
     path = profile_path(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {**extra, **profile.model_dump()}
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_json_atomic(path, {**extra, **profile.model_dump()})
 
 
 # -- the judge --------------------------------------------------------------------------------------------
@@ -167,11 +164,11 @@ class SimilarityJudge(Judge):
         embedder: Embedder | None = None,
         **unknown: Any,
     ) -> None:
-        if unknown:
-            known = "model, filter_threshold, verdict_threshold, top_k, cache, profile, device, embedder"
-            raise ValueError(
-                f"unknown option(s) for the similarity judge: {', '.join(sorted(unknown))} (known: {known})"
-            )
+        check_options(
+            "the similarity judge",
+            unknown,
+            ["model", "filter_threshold", "verdict_threshold", "top_k", "cache", "profile", "device", "embedder"],
+        )
         self.profile = profile
         if profile is not None:
             loaded = load_profile(profile)

@@ -46,7 +46,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from halluscope.runs.cache import Cache
+from halluscope.cache import Cache
+from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph, normalise_name
 from halluscope.scene.names import (
     FRAME_WORDS,
@@ -126,13 +127,14 @@ class TypedJudge(Judge):
         embedder: Any = None,
         **unknown: Any,
     ) -> None:
-        if unknown:
-            known = (
-                "model, relation_threshold, attribute_threshold, directed, max_depth, specific_depth, cache, "
-                "device, embedder"
-            )
-            names = ", ".join(sorted(unknown))
-            raise ValueError(f"unknown option(s) for the typed judge: {names} (known: {known})")
+        check_options(
+            "the typed judge",
+            unknown,
+            [
+                "model", "relation_threshold", "attribute_threshold", "directed", "max_depth",
+                "specific_depth", "cache", "device", "embedder",
+            ],
+        )
         self.relation_threshold = _check_cosine("relation_threshold", relation_threshold)
         self.attribute_threshold = _check_cosine("attribute_threshold", attribute_threshold)
         if not isinstance(directed, bool):

@@ -11,7 +11,7 @@ are decided once. The rules, and why:
   looping forever (a failure mode of several official evaluation scripts).
 - The API key lives only in memory: it is sent in the ``Authorization`` header and appears in no message,
   ``repr``, identity, cache key or cached row.
-- With a :class:`~halluscope.runs.cache.Cache`, results are stored by content (model, endpoint, messages with
+- With a :class:`~halluscope.cache.Cache`, results are stored by content (model, endpoint, messages with
   inline image data replaced by its hash, every sampling parameter), so re-running a job sends no request for
   what was already answered.
 """
@@ -25,14 +25,14 @@ import logging
 import os
 import random
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 from pydantic import BaseModel, Field
 
-from halluscope.runs.cache import Cache, content_key
+from halluscope.cache import Cache, content_key
+from halluscope.options import check_options
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -544,13 +544,6 @@ def _parse_logprobs(raw: Any) -> list[TokenLogprob] | None:
 #: The model LLM stages use when none is named: ``$HALLUSCOPE_LLM_MODEL``, else this.
 DEFAULT_STAGE_MODEL = "gpt-4o-mini"
 STAGE_MODEL_ENV = "HALLUSCOPE_LLM_MODEL"
-
-
-def check_options(component: str, unknown: dict[str, Any], known: Sequence[str]) -> None:
-    """Reject options a component does not take, so that a typo is an error instead of a silent default."""
-    if unknown:
-        names = ", ".join(sorted(unknown))
-        raise ValueError(f"{component}: unknown option(s) {names}; it takes: {', '.join(known)}")
 
 
 def stage_client(

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import httpx
 
-from halluscope.runs.cache import default_cache_dir
+from halluscope.cache import default_cache_dir
 
 __all__ = [
     "PACKAGED_GGUF_BYTES",
@@ -106,7 +106,7 @@ def packaged_gguf_parts() -> list[Path]:
 def packaged_gguf(cache_dir: Path | None = None) -> Path:
     """The packaged Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF as one file, assembled on first use.
 
-    The file goes to ``<cache dir>/models/`` (``halluscope.runs.cache.default_cache_dir()`` unless given),
+    The file goes to ``<cache dir>/models/`` (``halluscope.cache.default_cache_dir()`` unless given),
     written under a temporary name and renamed when complete, so an interrupted or concurrent assembly never
     leaves a truncated model behind. Later calls only check its size.
     """

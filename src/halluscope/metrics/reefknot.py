@@ -24,9 +24,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from halluscope.benchmarks.base import MetricsReport
 from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, confidence_report
-from halluscope.types import SampleRecord
+from halluscope.types import MetricsReport, SampleRecord
 
 __all__ = ["RELATION_TYPES", "TASKS", "halr", "r_score", "record_field", "reefknot_metrics"]
 

@@ -27,8 +27,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from statistics import fmean
 
-from halluscope.benchmarks.base import MetricsReport
-from halluscope.types import ErrorType, SampleRecord, VerdictLabel
+from halluscope.types import ErrorType, MetricsReport, SampleRecord, VerdictLabel
 
 RATE_KEYS = ("hallu_q", "hallu_i", "object_hallu_q", "object_hallu_i", "relation_hallu_q", "relation_hallu_i")
 

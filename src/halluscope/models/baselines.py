@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any, ClassVar
 
+from halluscope.cache import Cache
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
-from halluscope.runs.cache import Cache
 
 BLIND_PROMPT = """\
 Here is a question someone asked about a photograph. The photograph is not available to you, so answer \

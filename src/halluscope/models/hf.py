@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from halluscope.cache import Cache, content_key
 from halluscope.models.base import GenerateRequest, GenerateResult, Model, TokenStep
-from halluscope.runs.cache import Cache, content_key
 from halluscope.stages import Failure
 
 if TYPE_CHECKING:

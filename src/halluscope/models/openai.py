@@ -14,10 +14,10 @@ import math
 import os
 from typing import Any, ClassVar
 
+from halluscope.cache import Cache
 from halluscope.llm import ChatClient, ChatResult, LLMBadRequestError
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model, TokenStep
 from halluscope.models.images import DEFAULT_MAX_SIDE, image_data_url
-from halluscope.runs.cache import Cache
 
 
 class OpenAIModel(Model):

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.cache import Cache
 from halluscope.models.base import GenerateRequest, GenerateResult, Model
-from halluscope.runs.cache import Cache
 
 FORMATS = ("auto", "halluscope", "tri-he", "reefknot", "hqh", "prove")
 _REEFKNOT_TASKS = {"yes/no": "yesno", "yesno": "yesno", "multichoice": "mcq", "mcq": "mcq", "vqa": "vqa"}

@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from halluscope.cache import Cache, content_key
 from halluscope.models.base import GenerateRequest, GenerateResult, Model
-from halluscope.runs.cache import Cache, content_key
 from halluscope.scene.graph import ATTRIBUTE_RELATIONS, SceneGraph, normalise_name
 from halluscope.types import Claim, ErrorType
 

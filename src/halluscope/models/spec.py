@@ -33,8 +33,8 @@ from urllib.parse import quote, unquote
 
 from pydantic import BaseModel, Field
 
+from halluscope.cache import Cache
 from halluscope.models.base import Model
-from halluscope.runs.cache import Cache
 
 
 class ModelSpecError(ValueError):

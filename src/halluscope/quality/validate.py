@@ -44,7 +44,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from halluscope.benchmarks.base import Benchmark, ScoringContext
-from halluscope.runs.cache import Cache, content_key
+from halluscope.cache import Cache, content_key
 from halluscope.runs.progress import NullProgress, ProgressSink
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Judge, JudgeItem

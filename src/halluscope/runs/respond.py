@@ -31,9 +31,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from halluscope.benchmarks.base import Benchmark
+from halluscope.jsonio import write_json_atomic
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
 from halluscope.runs.progress import ProgressSink, make_progress
+from halluscope.stages import Benchmark
 from halluscope.types import Claim, Response, Sample
 
 log = logging.getLogger(__name__)
@@ -104,12 +105,6 @@ def read_collected(path: Path) -> tuple[dict[str, Response], list[str]]:
                 continue
             responses[response.id] = response
     return responses, problems
-
-
-def _write_json_atomic(path: Path, value: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
 
 
 # -- requests and responses -----------------------------------------------------------------------------
@@ -208,7 +203,7 @@ def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
                 f"{meta.get('benchmark_name')!r}; choose another --out"
             )
         meta["created"] = previous.get("created", meta["created"])
-    _write_json_atomic(meta_path, meta)
+    write_json_atomic(meta_path, meta)
 
 
 def _replay_warnings(model: Model, ids: list[str]) -> list[str]:
@@ -342,5 +337,5 @@ async def collect_responses(
     }
     meta["warnings"] = warnings[:50]
     meta["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    _write_json_atomic(out_dir / RESPOND_META_FILE, meta)
+    write_json_atomic(out_dir / RESPOND_META_FILE, meta)
     return {i: collected[i] for i in ids if i in collected}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from halluscope import __version__
-from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.jsonio import write_json_atomic
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
 from halluscope.runs.store import (
     METRICS_FILE,
@@ -24,9 +24,9 @@ from halluscope.runs.store import (
     read_records,
     read_spec,
     rewrite_records,
-    write_json_atomic,
 )
-from halluscope.types import Response, SampleRecord
+from halluscope.stages import Benchmark, ScoringContext
+from halluscope.types import MetricsReport, Response, SampleRecord
 
 #: Spec fields that must match for a run directory to be resumed rather than refused.
 IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model")

@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from halluscope.benchmarks.base import MetricsReport
-from halluscope.types import SampleRecord
+from halluscope.types import MetricsReport, SampleRecord
 
 SPEC_FILE = "spec.json"
 SAMPLES_FILE = "samples.jsonl"
@@ -23,12 +22,6 @@ METRICS_FILE = "metrics.json"
 
 class RunDirError(ValueError):
     """A run directory is missing, incomplete, or belongs to a different configuration."""
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
 
 
 def read_spec(run_dir: Path) -> dict[str, Any]:

@@ -33,6 +33,20 @@ class Relation:
         return f"{self.subject} {self.predicate} {self.object}"
 
 
+@dataclass(frozen=True)
+class Region:
+    """A described region of the image: free text about one area, with its box when the source gives one.
+
+    HQH hands its judge Visual Genome region descriptions ("a red car parked by the curb") rather than
+    triplets; they are ground truth of a different grain, kept beside the graph instead of forced into it.
+    ``box`` is (x, y, width, height) in pixels, as the source wrote it (HQH's released file repeats the
+    width as the height; the numbers are kept as given).
+    """
+
+    description: str
+    box: tuple[int, int, int, int] | None = None
+
+
 def normalise_name(name: str) -> str:
     """Lower-case, single-spaced form of an entity name, used as the node key."""
     return " ".join(name.lower().split())
@@ -56,6 +70,10 @@ class SceneGraph:
         self.reference_texts: list[str] = []
         #: Every reference fact as a (subject, relation, object) claim, in order.
         self.reference_claims: list[Claim] = []
+        #: A caption of the whole image, when the source has one (HQH, PROVE).
+        self.caption: str | None = None
+        #: Region descriptions, when the source has them (HQH / Visual Genome).
+        self.regions: list[Region] = []
 
     # -- building -------------------------------------------------------------------------------------
 
@@ -85,6 +103,15 @@ class SceneGraph:
                 preds.append(predicate)
         else:
             self.graph.add_edge(s, o, predicates=[predicate])
+
+    def add_region(self, description: str, box: Sequence[int] | None = None) -> None:
+        """Add one region description (blank ones are ignored; a box must have four numbers)."""
+        text = " ".join(description.split())
+        if not text:
+            return
+        if box is not None and len(box) != 4:
+            raise ValueError(f"a region box needs 4 numbers (x, y, width, height), got {list(box)!r}")
+        self.regions.append(Region(text, None if box is None else (int(box[0]), int(box[1]), int(box[2]), int(box[3]))))
 
     def add_fact(self, claim: Claim, raw_text: str | None = None) -> None:
         """Add one reference triplet: as an attribute if it states a property, else as a relation."""
@@ -161,6 +188,7 @@ class SceneGraph:
         sub = SceneGraph(image_id=self.image_id)
         sub.graph = self.graph.subgraph(keys).copy()
         sub.object_names = [n for n in self.object_names if normalise_name(n) in keys]
+        sub.caption = self.caption
         sub.reference_claims = [
             c
             for c in self.reference_claims
@@ -172,6 +200,8 @@ class SceneGraph:
     def describe(self) -> str:
         """A plain-text rendering, one fact per line, for prompts to text-only models and for reports."""
         lines: list[str] = []
+        if self.caption:
+            lines.append(f"Caption: {self.caption}")
         objects = sorted({n for n in self.entities(objects_only=True)}, key=str.lower)
         if objects:
             lines.append("Objects: " + ", ".join(objects) + ".")
@@ -181,6 +211,9 @@ class SceneGraph:
             for obj in self.graph.successors(key):
                 for pred in self._preds(key, obj):
                     lines.append(f"The {data['name']} {pred} the {self.graph.nodes[obj]['name']}.")
+        if self.regions:
+            lines.append("Regions:")
+            lines.extend(f"- {region.description}" for region in self.regions)
         return "\n".join(lines)
 
     def fingerprint(self) -> str:
@@ -190,6 +223,10 @@ class SceneGraph:
                 "objects": sorted(self.object_names),
                 "facts": sorted(c.as_tuple() for c in self.reference_claims),
                 "texts": sorted(self.reference_texts),
+                # Added only when present, so fingerprints (and cached verdicts) of graphs without a
+                # caption or regions stay what they were.
+                **({"caption": self.caption} if self.caption else {}),
+                **({"regions": [[r.description, r.box] for r in self.regions]} if self.regions else {}),
             },
             sort_keys=True,
         )
@@ -204,6 +241,8 @@ class SceneGraph:
                 d["name"]: list(d["attributes"]) for _, d in self.graph.nodes(data=True) if d["attributes"]
             },
             "relations": [[r.subject, r.predicate, r.object] for r in self.relations()],
+            "caption": self.caption,
+            "regions": [{"description": r.description, "box": r.box} for r in self.regions],
         }
 
     # -- helpers --------------------------------------------------------------------------------------

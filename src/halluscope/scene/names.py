@@ -45,7 +45,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from halluscope.runs.cache import default_cache_dir
+from halluscope.cache import default_cache_dir
 from halluscope.scene.graph import SceneGraph, normalise_name
 
 if TYPE_CHECKING:

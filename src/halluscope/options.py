@@ -1,0 +1,20 @@
+"""One check for options a component does not take, so that every typo is the same clear error.
+
+Components take their options as keyword arguments (``--judge-opt key=value`` on the command line); an
+option nobody reads would otherwise be accepted, recorded in spec.json, and silently change nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["check_options"]
+
+
+def check_options(component: str, unknown: Mapping[str, Any] | Iterable[str], known: Iterable[str]) -> None:
+    """Raise ``ValueError`` naming ``component``, the unknown option(s) and the ones it takes."""
+    names = sorted(unknown)
+    if names:
+        takes = ", ".join(sorted(known)) or "(none)"
+        raise ValueError(f"{component}: unknown option(s) {', '.join(names)}; it takes: {takes}")
