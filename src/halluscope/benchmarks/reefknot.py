@@ -25,7 +25,6 @@ Benchmark options (``--bench-opt key=value``): ``images`` (a Visual Genome folde
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import urllib.request
@@ -37,6 +36,7 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.cache import default_cache_dir
+from halluscope.jsonio import iter_jsonl
 from halluscope.judges.answers import (
     ParsedAnswer,
     normalise_vqa_answer,
@@ -54,7 +54,14 @@ from halluscope.judges.entailment import (
 )
 from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, answer_probabilities, entropy_bits
 from halluscope.options import check_options
-from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
+from halluscope.responses import (
+    REEFKNOT_FILES,
+    REEFKNOT_TYPES,
+    ResponsesFile,
+    is_reefknot_jsonl,
+    load_reefknot_responses,
+    read_any_responses,
+)
 from halluscope.stages import Failure
 from halluscope.types import Response, Sample, SampleRecord
 
@@ -75,10 +82,9 @@ __all__ = [
 
 TASKS = ("yesno", "mcq", "vqa")
 #: File of each task in the official release (and in what ``halluscope build reefknot`` writes).
-OFFICIAL_FILES = {"yesno": "YESNO.jsonl", "mcq": "Multichoice.jsonl", "vqa": "VQA.jsonl"}
+OFFICIAL_FILES = REEFKNOT_FILES
 #: The ``type`` field of each task's lines.
-OFFICIAL_TYPES = {"yesno": "Yes/No", "mcq": "Multichoice", "vqa": "VQA"}
-_TASK_OF_TYPE = {v.lower(): k for k, v in OFFICIAL_TYPES.items()}
+OFFICIAL_TYPES = REEFKNOT_TYPES
 _RELATION_TYPES = {
     "perception": "perception",
     "perceptive": "perception",
@@ -86,8 +92,6 @@ _RELATION_TYPES = {
     "cognition": "cognitive",
 }
 _REQUIRED = ("image_id", "query_prompt", "label")
-#: Fields of an official line that are not part of a model's answer.
-_OFFICIAL_FIELDS = {"image_id", "query_prompt", "label", "type", "relation_type", "mllm_name", "response"}
 OFFICIAL_URLS = (
     "https://raw.githubusercontent.com/JackChen-seu/Reefknot/main/Dataset/",
     "https://raw.githubusercontent.com/JackChen-seu/Reefknot/master/Dataset/",
@@ -154,23 +158,22 @@ def resolve_data_dir(data: Path | None) -> tuple[Path, dict[str, Path]]:
 
 def read_reefknot_file(path: Path) -> list[dict[str, Any]]:
     """Every line of one official file, checked; errors name the file and the 1-based line number."""
+    path = Path(path)
     rows: list[dict[str, Any]] = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                raise ReefknotDataError(
-                    f"{path.name} line {number}: empty line (line numbers are sample ids)"
-                )
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ReefknotDataError(f"{path.name} line {number}: not valid JSON ({error.msg})") from error
-            if not isinstance(row, dict):
-                raise ReefknotDataError(f"{path.name} line {number}: expected a JSON object")
-            for key in _REQUIRED:
-                if not isinstance(row.get(key), str | int) or isinstance(row.get(key), bool):
-                    raise ReefknotDataError(f"{path.name} line {number}: missing or invalid field {key!r}")
-            rows.append(row)
+    for line in iter_jsonl(path):
+        if line.number != len(rows) + 1:
+            raise ReefknotDataError(
+                f"{path.name} line {len(rows) + 1}: empty line (line numbers are sample ids)"
+            )
+        if not line.ok:
+            raise ReefknotDataError(f"{path.name} line {line.number}: {line.error}")
+        row = line.value
+        if not isinstance(row, dict):
+            raise ReefknotDataError(f"{path.name} line {line.number}: expected a JSON object")
+        for key in _REQUIRED:
+            if not isinstance(row.get(key), str | int) or isinstance(row.get(key), bool):
+                raise ReefknotDataError(f"{path.name} line {line.number}: missing or invalid field {key!r}")
+        rows.append(row)
     return rows
 
 
@@ -227,143 +230,6 @@ def find_vg_image(images: Path, image_id: str) -> Path | None:
     return None
 
 
-# -- responses in Reefknot's own layout ----------------------------------------------------------------------
-
-
-def _content_key(task: str, row: Mapping[str, Any]) -> tuple[str, str, str, str]:
-    return (
-        task,
-        str(row.get("image_id")).strip(),
-        str(row.get("query_prompt")).strip(),
-        str(row.get("label")).strip(),
-    )
-
-
-def is_reefknot_jsonl(path: Path) -> bool:
-    """A file (or folder of files) in Reefknot's layout: lines with ``query_prompt`` and no ``id``."""
-    path = Path(path)
-    if path.is_dir():
-        return any((path / name).exists() for name in OFFICIAL_FILES.values())
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    row = json.loads(line)
-                    return isinstance(row, dict) and "query_prompt" in row and "id" not in row
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        return False
-    return False
-
-
-def _task_of(row: Mapping[str, Any], default: str | None) -> str | None:
-    kind = str(row.get("type", "")).strip().lower()
-    return _TASK_OF_TYPE.get(kind, default)
-
-
-def load_reefknot_responses(
-    path: Path,
-    *,
-    official: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-    benchmark_ids: set[str] | None = None,
-) -> ResponsesFile:
-    """Answers in Reefknot's own layout: the official lines with ``response`` filled in.
-
-    ``path`` is one JSONL file or a folder holding ``YESNO.jsonl``/``Multichoice.jsonl``/``VQA.jsonl``.
-    Each line's task comes from its ``type`` field (else from the file name). A line is matched to its
-    sample id by its line number when that line of the official data has the same image, question and
-    label; otherwise by that content (so files the official scripts split per relation type, or
-    reordered, still match). Without ``official`` the line number alone gives the id.
-    Optional ``yes_prob`` / ``no_prob`` (and any other extra field) go to ``Response.metadata``;
-    ``mllm_name`` becomes ``Response.model``.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise ResponsesError(f"responses file not found: {path}")
-    files = (
-        [path / name for name in OFFICIAL_FILES.values() if (path / name).exists()]
-        if path.is_dir()
-        else [path]
-    )
-    index: dict[tuple[str, str, str, str], list[str]] = {}
-    if official is not None:
-        for task, rows in official.items():
-            for line, row in enumerate(rows):
-                index.setdefault(_content_key(task, row), []).append(f"{task}-{line}")
-    used: set[str] = set()
-    result = ResponsesFile()
-    outside = empty = 0
-    for file in files:
-        default_task = next((t for t, n in OFFICIAL_FILES.items() if file.name == n), None)
-        with file.open(encoding="utf-8") as handle:
-            for line, text in enumerate(handle):
-                if not text.strip():
-                    continue
-                where = f"{file.name} line {line + 1}"
-                try:
-                    row = json.loads(text)
-                except json.JSONDecodeError as error:
-                    result.problems.append(f"{where}: not valid JSON ({error.msg})")
-                    continue
-                if not isinstance(row, dict):
-                    result.problems.append(f"{where}: expected a JSON object")
-                    continue
-                kind = _task_of(row, default_task)
-                if kind is None:
-                    result.problems.append(
-                        f"{where}: unknown type {row.get('type')!r} (expected Yes/No, Multichoice or VQA)"
-                    )
-                    continue
-                answer = row.get("response")
-                if not isinstance(answer, str):
-                    result.problems.append(f"{where}: 'response' missing or not a string")
-                    continue
-                sample_id = f"{kind}-{line}"
-                if official is not None:
-                    official_rows = official.get(kind, [])
-                    key = _content_key(kind, row)
-                    same_line = line < len(official_rows) and _content_key(kind, official_rows[line]) == key
-                    if not same_line or sample_id in used:
-                        candidates = [c for c in index.get(key, []) if c not in used]
-                        if not candidates:
-                            result.problems.append(
-                                f"{where}: no {OFFICIAL_TYPES[kind]} question with this "
-                                f"image, prompt and label in the benchmark data"
-                            )
-                            continue
-                        sample_id = candidates[0]
-                if sample_id in used:
-                    result.problems.append(f"{where}: a second answer for {sample_id}; the first one is used")
-                    continue
-                used.add(sample_id)
-                if benchmark_ids is not None and sample_id not in benchmark_ids:
-                    outside += 1
-                    continue
-                if not answer.strip():
-                    empty += 1
-                metadata = {k: v for k, v in row.items() if k not in _OFFICIAL_FIELDS}
-                model = (
-                    row.get("mllm_name")
-                    if isinstance(row.get("mllm_name"), str) and row["mllm_name"]
-                    else None
-                )
-                result.responses[sample_id] = Response(
-                    id=sample_id, response=answer, model=model, metadata=metadata
-                )
-    if outside:
-        result.problems.append(
-            f"{outside} answers are for samples outside the selected tasks/relation types; ignored"
-        )
-    if empty:
-        result.problems.append(
-            f"{empty} answers are empty strings (scored as given: unanswered in robust mode)"
-        )
-    if result.responses and empty == len(result.responses):
-        raise ResponsesError(f"{path}: no line has its 'response' filled in (is this the unanswered data?)")
-    if not result.responses:
-        raise ResponsesError(f"no usable response in {path}: " + "; ".join(result.problems[:5]))
-    return result
-
-
 # -- the benchmark -------------------------------------------------------------------------------------------
 
 
@@ -410,7 +276,8 @@ class Reefknot(Benchmark):
         entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
     ) -> None:
         self.data_dir, all_files = resolve_data_dir(data)
-        chosen = list(tasks) if tasks is not None else list(TASKS)
+        # A plain string is a comma list ("mcq", "yesno,mcq"), never a sequence of letters.
+        chosen = (_split_csv(tasks) or []) if tasks is not None else list(TASKS)
         unknown = [t for t in chosen if t not in TASKS]
         if unknown:
             raise ValueError(f"unknown Reefknot task(s) {unknown}; choose from {', '.join(TASKS)}")
@@ -420,7 +287,7 @@ class Reefknot(Benchmark):
                 f"{self.data_dir} has no file for the selected task(s) {', '.join(chosen)}"
             )
         self.relation_types = (
-            sorted({normalise_relation_type(r) for r in relation_types})
+            sorted({normalise_relation_type(r) for r in _split_csv(relation_types) or []})
             if relation_types is not None
             else None
         )
@@ -582,7 +449,7 @@ class Reefknot(Benchmark):
         """halluscope JSONL, or Reefknot's layout (told apart by content; see load_reefknot_responses)."""
         if is_reefknot_jsonl(Path(path)):
             return load_reefknot_responses(
-                Path(path), official=self.official_rows, benchmark_ids=benchmark_ids
+                Path(path), official=self.official_rows, benchmark_ids=benchmark_ids, key=key
             )
         return read_any_responses(Path(path), benchmark_ids=benchmark_ids, key=key)
 
@@ -748,6 +615,7 @@ class Reefknot(Benchmark):
                     response=state.response.response if state.response else None,
                     failure=state.failure,
                     image_id=state.sample.image_id,
+                    model=state.response.model if state.response else None,
                     metadata={
                         k: v
                         for k, v in state.sample.metadata.items()

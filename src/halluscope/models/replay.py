@@ -4,13 +4,15 @@ Many users already have their model's answers, produced by the benchmark's own s
 Replaying them through the same ``generate`` interface lets every later stage (extraction, judging, metrics,
 mitigation comparisons) run unchanged. Layouts read (``format=auto`` picks by content):
 
-- ``halluscope``: JSONL, ``{"id", "response", "claims"?, ...}`` per line (see :mod:`halluscope.responses`);
+- ``halluscope``: JSONL, ``{"id", "response", "claims"?, ...}`` per line;
 - ``tri-he``: the official ``tri-he.json`` with each question's answer written under a key of its instance
-  (``key=``; found automatically when exactly one extra text field exists). Extracted triplets under
-  ``<key>_triplets`` (or ``claims_key=``) are used as pre-extracted claims. Ids ``<image_id>-<index>``;
-- ``reefknot``: the official JSONL files with ``response`` filled in (``yes_prob``/``no_prob`` kept as
-  option probabilities). Ids ``yesno-<line>``, ``mcq-<line>``, ``vqa-<line>`` by the row's ``type``, the
-  0-based line of the file (use one official file per task, unchanged in order);
+  (``key=``); extracted triplets under ``<key>_triplets`` (or ``claims_key=``) are used as claims;
+- ``reefknot``: the official JSONL files (or a folder of them) with ``response`` filled in;
+
+these three are read by the one reader of each layout in :mod:`halluscope.responses`, the same one
+``halluscope run --responses FILE`` uses. Once the replay model is bound to the benchmark it answers
+(:meth:`ReplayModel.bind`, done by the collector), the file is read exactly as the benchmark reads it
+(Reefknot lines matched to ids by content, not only by line number), so both paths score alike;
 - ``hqh``: ``HQH.json`` items with an ``answer`` field; id = the item's ``id``;
 - ``prove``: a JSON list of objects with a question id (``qa_id``/``question_id``/``id``, or ``id_key=``) and
   the response (``response``/``prediction``/``output``/``answer``, or ``key=``), or a JSON object mapping
@@ -22,18 +24,31 @@ whose ids matches the benchmark is rejected before anything runs (:meth:`ReplayM
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from halluscope.cache import Cache
+from halluscope.jsonio import iter_jsonl
 from halluscope.models.base import GenerateRequest, GenerateResult, Model
+from halluscope.responses import (
+    ResponsesError,
+    ResponsesFile,
+    is_reefknot_jsonl,
+    load_reefknot_responses,
+    load_responses,
+    load_tri_he_answers,
+)
+
+if TYPE_CHECKING:
+    from halluscope.stages import Benchmark
 
 FORMATS = ("auto", "halluscope", "tri-he", "reefknot", "hqh", "prove")
-_REEFKNOT_TASKS = {"yes/no": "yesno", "yesno": "yesno", "multichoice": "mcq", "mcq": "mcq", "vqa": "vqa"}
-_TRI_HE_OFFICIAL = {"question", "answer", "triplet"}
+#: Layouts whose one reader lives in :mod:`halluscope.responses` (shared with ``--responses``).
+SHARED_LAYOUTS = ("halluscope", "tri-he", "reefknot")
 _PROVE_ID_KEYS = ("qa_id", "question_id", "qid", "id")
 _PROVE_RESPONSE_KEYS = ("response", "prediction", "output", "model_answer", "answer")
 
@@ -68,32 +83,18 @@ def _read_json(path: Path) -> Any:
         raise ReplayError(f"{path}: not valid JSON ({error.msg}, line {error.lineno})") from error
 
 
-def _jsonl_rows(path: Path) -> Iterable[tuple[int, Any | None, str | None]]:
-    """(0-based line, parsed row or None, problem or None) for every line, blank ones included."""
-    with path.open(encoding="utf-8") as handle:
-        for index, line in enumerate(handle):
-            if not line.strip():
-                yield index, None, None
-                continue
-            try:
-                yield index, json.loads(line), None
-            except json.JSONDecodeError as error:
-                yield index, None, f"{path.name} line {index + 1}: not valid JSON ({error.msg})"
-
-
 def _first_jsonl_row(path: Path) -> Any:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                try:
-                    return json.loads(line)
-                except json.JSONDecodeError:
-                    return None
+    for line in iter_jsonl(path):
+        return line.value if line.ok else None
     return None
 
 
 def detect_format(path: Path) -> str:
     """Guess the layout from the content (the first row of JSONL, the shape of JSON)."""
+    if path.is_dir():
+        if is_reefknot_jsonl(path):
+            return "reefknot"
+        raise ReplayError(f"{path} is a folder, and not one holding Reefknot's official files")
     with path.open(encoding="utf-8") as handle:
         head = handle.read(4096)
     stripped = head.lstrip()
@@ -109,7 +110,7 @@ def detect_format(path: Path) -> str:
         except json.JSONDecodeError:
             whole = None  # JSONL with a .json suffix
     if whole is None and isinstance(first, dict):
-        if "query_prompt" in first:
+        if is_reefknot_jsonl(path):
             return "reefknot"
         if "id" in first and "response" in first:
             return "halluscope"
@@ -131,144 +132,48 @@ def detect_format(path: Path) -> str:
     raise ReplayError(f"{path}: expected a JSON object or list, or JSONL")
 
 
-def _parse_claims(value: Any, where: str) -> list[list[str]]:
-    from halluscope.scene.triplets import TripletParseError, parse_triplet_string
-
-    if not isinstance(value, list):
-        raise ReplayError(f"{where}: triplets must be a list, got {type(value).__name__}")
-    claims: list[list[str]] = []
-    for item in value:
-        if isinstance(item, list | tuple) and len(item) == 3 and all(isinstance(p, str) for p in item):
-            parts = [p.strip().strip("\"'").strip() for p in item]
-            if all(parts):
-                claims.append(parts)
-                continue
-        elif isinstance(item, str):
-            try:
-                for claim in parse_triplet_string(item):
-                    parts = [p.strip().strip("\"'").strip() for p in claim.as_tuple()]
-                    if all(parts):
-                        claims.append(parts)
-                continue
-            except TripletParseError:
-                pass
-        raise ReplayError(f"{where}: cannot read triplet {item!r} as (subject, relation, object)")
-    return claims
+def _probability(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if 0.0 <= number <= 1.0 else None
 
 
-def read_halluscope(path: Path) -> ReplayFile:
-    from halluscope.responses import ResponsesError, load_responses
+def from_responses(loaded: ResponsesFile) -> ReplayFile:
+    """A file read by :mod:`halluscope.responses` as replay answers: nothing added, nothing dropped.
 
-    try:
-        loaded = load_responses(path)
-    except ResponsesError as error:
-        raise ReplayError(str(error)) from error
-    result = ReplayFile("halluscope", problems=list(loaded.problems))
+    Option probabilities are lifted out of the metadata only when the file gives them all (``option_probs``,
+    or both of Reefknot's ``yes_prob``/``no_prob``); a missing probability stays missing, never 0.
+    """
+    result = ReplayFile(loaded.layout, problems=list(loaded.problems))
     for sample_id, response in loaded.responses.items():
         metadata = dict(response.metadata)
         option_probs = metadata.pop("option_probs", None)
+        if not isinstance(option_probs, dict):
+            option_probs = None
+            yes, no = _probability(metadata.get("yes_prob")), _probability(metadata.get("no_prob"))
+            if yes is not None and no is not None:
+                option_probs = {"yes": yes, "no": no}
+        if response.model and loaded.layout == "reefknot":
+            metadata["mllm_name"] = response.model
         result.answers[sample_id] = ReplayAnswer(
             text=response.response,
             claims=[list(c.as_tuple()) for c in response.claims] if response.claims is not None else None,
-            option_probs=option_probs if isinstance(option_probs, dict) else None,
+            option_probs=option_probs,
             metadata=metadata,
         )
     return result
 
 
-def read_tri_he(path: Path, key: str | None = None, claims_key: str | None = None) -> ReplayFile:
-    raw = _read_json(path)
-    if not isinstance(raw, dict):
-        raise ReplayError(f"{path}: the Tri-HE layout is a JSON object keyed by image id")
-    text_keys: set[str] = set()
-    list_keys: set[str] = set()
-    for entry in raw.values():
-        for instance in entry.get("instance", []) if isinstance(entry, dict) else []:
-            for k, v in instance.items():
-                if k in _TRI_HE_OFFICIAL:
-                    continue
-                (text_keys if isinstance(v, str) else list_keys if isinstance(v, list) else set()).add(k)
-    if key is None:
-        if len(text_keys) != 1:
-            found = ", ".join(sorted(text_keys)) or "none"
-            raise ReplayError(
-                f"{path}: cannot tell which field of each question holds the model's answer (text fields "
-                f"besides question/answer/triplet: {found}); name it with ?key=<field>"
-            )
-        key = next(iter(text_keys))
-    if claims_key is None and f"{key}_triplets" in list_keys:
-        claims_key = f"{key}_triplets"
-    if claims_key in {"none", ""}:
-        claims_key = None
-    result = ReplayFile("tri-he")
-    for image_id, entry in raw.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("instance"), list):
-            result.problems.append(f"{path.name}: image {image_id}: no 'instance' list")
-            continue
-        for index, instance in enumerate(entry["instance"]):
-            sample_id = f"{image_id}-{index}"
-            value = instance.get(key) if isinstance(instance, dict) else None
-            if not isinstance(value, str):
-                what = "no answer" if value is None else f"a {type(value).__name__}, not text,"
-                result.problems.append(f"{path.name}: {sample_id}: {what} under key {key!r}")
-                continue
-            claims = None
-            if claims_key is not None and instance.get(claims_key) is not None:
-                try:
-                    claims = _parse_claims(instance[claims_key], f"{path.name}: {sample_id} {claims_key!r}")
-                except ReplayError as error:
-                    result.problems.append(str(error))
-                    continue
-            result.answers[sample_id] = ReplayAnswer(text=value, claims=claims, metadata={"answer_key": key})
-    return result
-
-
-def _probability(value: Any) -> float | None:
+def _shared_reader(chosen: str, path: Path, key: str | None, claims_key: str | None) -> ResponsesFile:
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if 0.0 <= number <= 1.0 else None
-
-
-def read_reefknot(path: Path, key: str | None = None) -> ReplayFile:
-    field_name = key or "response"
-    result = ReplayFile("reefknot")
-    for index, row, problem in _jsonl_rows(path):
-        where = f"{path.name} line {index + 1}"
-        if problem:
-            result.problems.append(problem)
-            continue
-        if row is None:
-            continue
-        if not isinstance(row, dict):
-            result.problems.append(f"{where}: expected a JSON object")
-            continue
-        task = _REEFKNOT_TASKS.get(str(row.get("type", "")).strip().lower())
-        if task is None:
-            result.problems.append(
-                f"{where}: unknown Reefknot type {row.get('type')!r} (Yes/No, Multichoice, VQA)"
-            )
-            continue
-        sample_id = f"{task}-{index}"
-        value = row.get(field_name)
-        if not isinstance(value, str) or not value.strip():
-            result.problems.append(f"{where} ({sample_id}): no answer in {field_name!r}")
-            continue
-        metadata: dict[str, Any] = {}
-        option_probs = None
-        yes, no = _probability(row.get("yes_prob")), _probability(row.get("no_prob"))
-        if yes is not None or no is not None:
-            option_probs = {"yes": yes or 0.0, "no": no or 0.0}
-            metadata.update({"yes_prob": yes, "no_prob": no})
-        if row.get("mllm_name"):
-            metadata["mllm_name"] = row["mllm_name"]
-        result.answers[sample_id] = ReplayAnswer(text=value, option_probs=option_probs, metadata=metadata)
-    if not result.answers and any("no answer" in p for p in result.problems):
-        raise ReplayError(
-            f"{path}: no row has an answer in {field_name!r} (is this the unanswered official file?)"
-        )
-    return result
+        if chosen == "halluscope":
+            return load_responses(path)
+        if chosen == "tri-he":
+            return load_tri_he_answers(path, key, claims_key)
+        return load_reefknot_responses(path, key=key)
+    except ResponsesError as error:
+        raise ReplayError(str(error)) from error
 
 
 def read_hqh(path: Path, key: str | None = None) -> ReplayFile:
@@ -353,17 +258,15 @@ def read_answers(
     id_key: str | None = None,
 ) -> ReplayFile:
     """Read an answers file in any supported layout."""
-    if not path.is_file():
+    if not path.exists():
         raise ReplayError(f"answers file not found: {path}")
     if format not in FORMATS:
         raise ReplayError(f"unknown replay format {format!r}; choose one of: {', '.join(FORMATS)}")
     chosen = detect_format(path) if format == "auto" else format
-    if chosen == "halluscope":
-        return read_halluscope(path)
-    if chosen == "tri-he":
-        return read_tri_he(path, key, claims_key)
-    if chosen == "reefknot":
-        return read_reefknot(path, key)
+    if chosen in SHARED_LAYOUTS:
+        return from_responses(_shared_reader(chosen, path, key, claims_key))
+    if path.is_dir():
+        raise ReplayError(f"{path} is a folder; the {chosen} layout is one file")
     if chosen == "hqh":
         return read_hqh(path, key)
     return read_prove(path, key, id_key)
@@ -377,10 +280,13 @@ class ReplayModel(Model):
 
     provider: ClassVar[str] = "replay"
 
-    def __init__(self, path: Path, data: ReplayFile, *, key: str | None = None) -> None:
+    def __init__(
+        self, path: Path, data: ReplayFile, *, key: str | None = None, claims_key: str | None = None
+    ) -> None:
         self.path = path
         self.data = data
         self.key = key
+        self.claims_key = claims_key
 
     @classmethod
     def from_spec(
@@ -396,7 +302,23 @@ class ReplayModel(Model):
         """``spec`` is the path of the answers file (``replay/runs/llava/answers.jsonl``)."""
         path = Path(spec).expanduser()
         data = read_answers(path, format=format, key=key, claims_key=claims_key, id_key=id_key)
-        return cls(path, data, key=key)
+        return cls(path, data, key=key, claims_key=claims_key)
+
+    def bind(self, benchmark: Benchmark) -> None:
+        """Read the file again the way ``benchmark`` reads a responses file, so replay scores like it.
+
+        Only for the layouts with a shared reader, and only when the benchmark reads the file as the same
+        layout: a Reefknot benchmark then matches lines to sample ids by content, exactly as
+        ``--responses`` does. An explicit ``claims_key`` keeps the file as first read.
+        """
+        if self.data.format not in SHARED_LAYOUTS or self.claims_key is not None:
+            return
+        try:
+            loaded = benchmark.read_responses(self.path, key=self.key)
+        except (ResponsesError, ValueError, OSError) as error:
+            raise ReplayError(f"{self.path}: {error}") from error
+        if loaded.layout == self.data.format:
+            self.data = from_responses(loaded)
 
     @property
     def problems(self) -> list[str]:
@@ -408,10 +330,18 @@ class ReplayModel(Model):
     def identity(self) -> dict[str, Any]:
         from halluscope.models.images import file_digest
 
+        if self.path.is_dir():  # Reefknot's official files in one folder: one digest over them
+            digest = hashlib.sha256()
+            for file in sorted(self.path.iterdir()):
+                if file.is_file() and file.suffix == ".jsonl":
+                    digest.update(f"{file.name}:{file_digest(file)}\n".encode())
+            sha256 = digest.hexdigest()
+        else:
+            sha256 = file_digest(self.path)
         return {
             "provider": self.provider,
             "path": str(self.path),
-            "sha256": file_digest(self.path),
+            "sha256": sha256,
             "format": self.data.format,
             "key": self.key,
         }

@@ -149,20 +149,16 @@ def _read_json_file(path: Path) -> Any:
 
 def _read_records_jsonl(path: Path, notes: list[str]) -> list[dict[str, Any]]:
     """Reads samples.jsonl leniently: a run still being written may end in a half line."""
+    from halluscope.jsonio import iter_jsonl
+
     records: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                notes.append(f"{path.name} line {number} is not valid JSON; skipped")
-                continue
-            if not isinstance(record, dict) or "id" not in record:
-                notes.append(f"{path.name} line {number} is not a sample record; skipped")
-                continue
-            records.append(record)
+    for line in iter_jsonl(path):
+        if not line.ok:
+            notes.append(f"{path.name} line {line.number} is not valid JSON; skipped")
+        elif not isinstance(line.value, dict) or "id" not in line.value:
+            notes.append(f"{path.name} line {line.number} is not a sample record; skipped")
+        else:
+            records.append(line.value)
     return records
 
 

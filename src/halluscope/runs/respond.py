@@ -31,7 +31,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from halluscope.jsonio import write_json_atomic
+from halluscope.jsonio import iter_jsonl, write_json_atomic
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
 from halluscope.runs.progress import ProgressSink, make_progress
 from halluscope.stages import Benchmark
@@ -83,27 +83,34 @@ def repair_torn_tail(path: Path) -> int:
 
 
 def read_collected(path: Path) -> tuple[dict[str, Response], list[str]]:
-    """Responses already in ``path`` (first occurrence of each id) and the problems found reading it."""
+    """Responses already in ``path`` (first occurrence of each id) and the problems found reading it.
+
+    A torn last line (a kill mid-write, when :func:`repair_torn_tail` has not run) counts as not written:
+    its sample is asked again.
+    """
     from halluscope.responses import parse_response_row
 
     responses: dict[str, Response] = {}
     problems: list[str] = []
     if not path.exists():
         return responses, problems
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path.name} line {number}"
-            try:
-                response = parse_response_row(json.loads(line), where)
-            except (json.JSONDecodeError, ValueError) as error:
-                problems.append(f"{where}: {error}")
-                continue
-            if response.id in responses:
-                problems.append(f"{where}: duplicate id {response.id!r}; the first answer is kept")
-                continue
-            responses[response.id] = response
+    for line in iter_jsonl(path):
+        where = f"{path.name} line {line.number}"
+        if line.torn:
+            problems.append(f"{where}: incomplete last line (an interrupted write); its sample is asked again")
+            continue
+        if not line.ok:
+            problems.append(f"{where}: {line.error}")
+            continue
+        try:
+            response = parse_response_row(line.value, where)
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+            continue
+        if response.id in responses:
+            problems.append(f"{where}: duplicate id {response.id!r}; the first answer is kept")
+            continue
+        responses[response.id] = response
     return responses, problems
 
 
@@ -206,10 +213,11 @@ def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
     write_json_atomic(meta_path, meta)
 
 
-def _replay_warnings(model: Model, ids: list[str]) -> list[str]:
+def _replay_warnings(model: Model, benchmark: Benchmark, ids: list[str]) -> list[str]:
     from halluscope.models.replay import ReplayModel
 
     if isinstance(model, ReplayModel):
+        model.bind(benchmark)  # read the file as `run --responses` would: the same ids, the same answers
         return [*model.problems, *model.check_ids(ids)]
     return []
 
@@ -253,7 +261,7 @@ async def collect_responses(
         "generation": generation,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
-    warnings = _replay_warnings(model, ids)  # raises when a replay file matches no sample at all
+    warnings = _replay_warnings(model, benchmark, ids)  # raises when a replay file matches no sample at all
     for warning in warnings:
         log.warning("%s", warning)
     _prepare_dir(out_dir, meta)
