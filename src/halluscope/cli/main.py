@@ -35,6 +35,23 @@ COMMAND_MODULES = [
 ]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from halluscope import __version__
+
+        typer.echo(f"halluscope {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", help="Print halluscope's version and exit.", callback=_print_version, is_eager=True
+    ),
+) -> None:
+    """Measure how much vision-language models hallucinate, against scene graphs of the images."""
+
+
 def _register_all() -> None:
     for module_name in COMMAND_MODULES:
         module = importlib.import_module(module_name)

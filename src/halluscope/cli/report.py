@@ -27,7 +27,7 @@ def report(
     except RunDirError as error:
         fail(str(error))
     out = console()
-    out.print(rich_table(summaries, title="halluscope runs"))
+    out.print(rich_table(summaries, title="halluscope runs", width=out.width))
     if csv:
         out.print(f"CSV: {write_text(csv, to_csv(summaries))}")
     if markdown:

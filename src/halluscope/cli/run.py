@@ -56,6 +56,9 @@ def run(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Discard an existing run in --out.")] = False,
     strict: Annotated[bool, typer.Option(help="Stop if the responses file has any problem.")] = False,
+    only_answered: Annotated[
+        bool, typer.Option(help="With --responses: score only the samples the file answers.")
+    ] = False,
     # runs.runner.DEFAULT_CHUNK_SIZE, written out so that `--help` need not import the runner.
     chunk_size: Annotated[int, typer.Option(help="Samples scored per batch (and per durable write).")] = 256,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -74,6 +77,8 @@ def run(
     err_console = console(stderr=True)
     if (responses is None) == (model is None):
         fail("give exactly one of --responses FILE (answers you have) or --model SPEC (collect answers now)")
+    if only_answered and responses is None:
+        fail("--only-answered goes with --responses FILE")
 
     bench_options = parse_options(bench_opt, "--bench-opt")
     if limit is not None:
@@ -153,7 +158,14 @@ def run(
         spec_extra["responses"] = str(out / "responses.jsonl")
 
     missing = len(ids - set(answers))
-    if missing:
+    if only_answered:
+        from halluscope.runs.selection import answered_only
+
+        bench = answered_only(bench, answers)
+        ids &= set(answers)
+        if missing:
+            err_console.print(f"scoring the {len(ids)} answered samples; {missing} without an answer left out")
+    elif missing:
         err_console.print(
             f"[yellow]{missing} of {len(ids)} samples have no response; they are recorded as failures "
             "and left out of the rates.[/yellow]"

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 __all__ = ["ReportError", "claim_category", "locate_claim", "write_html_report"]
 
@@ -83,6 +84,8 @@ class _Run:
     notes: list[str] = field(default_factory=list)
     label: str = ""
     color: str = _PALETTE[0]
+    #: Unique in the report: the run folder's name (deep links use it).
+    name: str = ""
 
     @property
     def model(self) -> str:
@@ -209,7 +212,12 @@ def _load_run(directory: Path) -> _Run:
             records = _read_records_jsonl(samples_path, notes)
     else:
         notes.append("samples.jsonl is missing: no samples to show")
-    return _Run(directory=directory, spec=spec, metrics=metrics, records=records, notes=notes)
+    # A sample nobody answered says nothing about the model: leave such placeholders out of the count,
+    # the pages and the file (a 32-answer Tri-HE run would otherwise carry 1,194 empty cards and images).
+    answered = [r for r in records if r.get("response") is not None]
+    if len(answered) < len(records):
+        notes.append(f"{len(records) - len(answered):,} samples without a response are not shown")
+    return _Run(directory=directory, spec=spec, metrics=metrics, records=answered, notes=notes)
 
 
 def _plain(value: Any) -> Any:
@@ -235,6 +243,14 @@ def _label_runs(runs: Sequence[_Run]) -> None:
     for index, (run, label) in enumerate(zip(runs, labels, strict=True)):
         run.label = label
         run.color = _PALETTE[index % len(_PALETTE)]
+    # Deep links (#/sample/<run>/<id>) name a run by its folder name; a repeated name gets "-2", "-3".
+    taken: set[str] = set()
+    for run in runs:
+        name, suffix = run.directory.name or "run", 2
+        while name in taken:
+            name, suffix = f"{run.directory.name}-{suffix}", suffix + 1
+        taken.add(name)
+        run.name = name
 
 
 # -- claims in the response -----------------------------------------------------------------------------
@@ -588,8 +604,9 @@ def _metric_keys(runs: Sequence[_Run]) -> list[str]:
         for key in run.metric_values():
             if key not in seen:
                 seen.append(key)
-    ordered = [k for k in TRI_HE_RATES if k in seen]
-    return ordered + sorted(k for k in seen if k not in ordered)
+    from halluscope.report.order import order_metrics
+
+    return order_metrics(seen)  # fixed and paired: each Hallu-Q before its Hallu-I
 
 
 def _summary_html(runs: Sequence[_Run]) -> str:
@@ -621,7 +638,7 @@ def _summary_html(runs: Sequence[_Run]) -> str:
         )
         cells = [
             f'<td class="run-col"><span class="swatch" style="background:{run.color}"></span>'
-            f'<a href="#/samples?run={index}">{_e(run.label)}</a>'
+            f'<a href="#/samples?run={_e(quote(run.name, safe=""))}">{_e(run.label)}</a>'
             + (
                 f'<div class="dir" title="{_e(run.directory)}">{_e(run.directory.name)}</div></td>'
                 if run.directory.name != run.label
@@ -987,6 +1004,7 @@ def write_html_report(
         "runs": [
             {
                 "label": r.label,
+                "name": r.name,
                 "dir": r.directory.name,
                 "model": r.model,
                 "benchmark": r.benchmark,

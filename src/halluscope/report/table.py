@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from halluscope.report.order import order_metrics
 from halluscope.runs.store import read_metrics, read_spec
 
 
@@ -49,11 +50,8 @@ def summarise_run(run_dir: Path) -> RunSummary:
 
 
 def metric_columns(summaries: Sequence[RunSummary]) -> list[str]:
-    """Every metric present in any run, in first-seen order."""
-    columns: dict[str, None] = {}
-    for summary in summaries:
-        columns.update(dict.fromkeys(summary.metrics))
-    return list(columns)
+    """Every metric present in any run, in the one fixed order (:func:`halluscope.report.order.order_metrics`)."""
+    return order_metrics(key for summary in summaries for key in summary.metrics)
 
 
 def format_value(value: float | None) -> str:
@@ -95,7 +93,38 @@ def to_markdown(summaries: Sequence[RunSummary]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rich_table(summaries: Sequence[RunSummary], title: str | None = None) -> Any:
+#: Narrowest a run's column may get in the transposed table before runs are split over several tables.
+_MIN_RUN_COLUMN = 18
+
+
+def rich_table(summaries: Sequence[RunSummary], title: str | None = None, width: int | None = None) -> Any:
+    """Runs as rows and metrics as columns when that fits ``width``; else transposed (metrics as rows).
+
+    A comparison of a handful of runs has far more metrics than runs, so a terminal of normal width
+    (80 columns) cannot hold a column per metric: every cell would shrink to "…". Transposed, each run
+    gets a column and long names wrap inside it; with more runs than fit, they are split over several
+    tables that each repeat the metric names.
+    """
+    from rich.console import Console, Group
+
+    wide = _wide_table(summaries, title)
+    if width is None or Console(width=100_000).measure(wide).maximum <= width:
+        return wide
+    label_width = max(len(name) for name in ["run", "benchmark", "model", "judge", *metric_columns(summaries)])
+    per_table = max(1, (width - label_width - 4) // (_MIN_RUN_COLUMN + 3))
+    tables = []
+    for start in range(0, len(summaries), per_table):
+        part = summaries[start : start + per_table]
+        heading = title if start == 0 else None
+        if len(summaries) > per_table:
+            which = f"{start + 1}" if len(part) == 1 else f"{start + 1}–{start + len(part)}"
+            which = f"run{'s' if len(part) > 1 else ''} {which} of {len(summaries)}"
+            heading = f"{heading} ({which})" if heading else which
+        tables.append(_transposed_table(part, summaries, heading))
+    return Group(*tables)
+
+
+def _wide_table(summaries: Sequence[RunSummary], title: str | None) -> Any:
     from rich.table import Table
 
     header, rows = table_rows(summaries)
@@ -104,6 +133,20 @@ def rich_table(summaries: Sequence[RunSummary], title: str | None = None) -> Any
         table.add_column(name, justify="right" if index >= 4 else "left")
     for row in rows:
         table.add_row(*row)
+    return table
+
+
+def _transposed_table(part: Sequence[RunSummary], every: Sequence[RunSummary], title: str | None) -> Any:
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=False)
+    table.add_column("", style="bold", no_wrap=True)
+    for summary in part:
+        table.add_column(summary.run, justify="right", overflow="fold", min_width=8)
+    for field_name in ("benchmark", "model", "judge"):
+        table.add_row(field_name, *(getattr(s, field_name) for s in part), style="dim")
+    for key in metric_columns(every):
+        table.add_row(key, *(format_value(s.metrics.get(key)) for s in part))
     return table
 
 

@@ -169,7 +169,17 @@
     return box;
   }
 
-  function sampleHref(s) { return "#/sample/" + s.r + "/" + encodeURIComponent(s.id); }
+  // Links name the run by its folder name (RUNS[i].name, unique in the report), so they survive a report
+  // written with the runs in another order; a number is still read as the run's position.
+  function sampleHref(s) { return "#/sample/" + encodeURIComponent(RUNS[s.r].name) + "/" + encodeURIComponent(s.id); }
+
+  function runIndex(text) {
+    var name = text;
+    try { name = decodeURIComponent(text); } catch (e) { /* a hand-typed "%" stays as typed */ }
+    for (var i = 0; i < RUNS.length; i++) if (RUNS[i].name === name) return i;
+    for (var j = 0; j < RUNS.length; j++) if (RUNS[j].label === name || RUNS[j].dir === name) return j;
+    return /^\d+$/.test(name) && RUNS[Number(name)] ? Number(name) : -1;
+  }
 
   function runTag(s) {
     var run = RUNS[s.r];
@@ -291,14 +301,15 @@
     return el("details", null, el("summary", { text: "metadata" }), dl);
   }
 
-  function showSample(runIndex, id) {
-    var s = (BY_ID[id] || []).filter(function (x) { return x.r === runIndex; })[0];
+  function showSample(runAt, id) {
+    var s = (BY_ID[id] || []).filter(function (x) { return x.r === runAt; })[0];
     var page = document.getElementById("sample-page");
     page.textContent = "";
     document.getElementById("overview").hidden = true;
     page.hidden = false;
     if (!s) {
-      page.appendChild(el("p", null, "No sample " + id + " in this report. ", el("a", { href: "#/samples", text: "Back to samples" })));
+      var where = runAt >= 0 ? " in run " + RUNS[runAt].name : " (no such run)";
+      page.appendChild(el("p", null, "No sample " + id + where + " in this report. ", el("a", { href: "#/samples", text: "Back to samples" })));
       return;
     }
     recompute();
@@ -349,12 +360,13 @@
   // -- routing: #/ overview, #/samples?run=N, #/sample/<run>/<id> --------------------------------------
   function route() {
     var hash = location.hash || "";
-    var m = /^#\/sample\/(\d+)\/(.*)$/.exec(hash);
-    if (m) { showSample(Number(m[1]), decodeURIComponent(m[2])); return; }
+    var m = /^#\/sample\/([^\/]+)\/(.*)$/.exec(hash);
+    if (m) { showSample(runIndex(m[1]), decodeURIComponent(m[2])); return; }
     document.getElementById("sample-page").hidden = true;
     document.getElementById("overview").hidden = false;
-    var r = /^#\/samples\?run=(\d+)/.exec(hash);
-    if (r && RUNS[Number(r[1])] && state.run !== r[1]) { state.run = r[1]; state.page = 0; buildControls(); refresh(); }
+    var r = /^#\/samples\?run=([^&]+)/.exec(hash);
+    var chosen = r ? String(runIndex(r[1])) : null;
+    if (chosen && chosen !== "-1" && state.run !== chosen) { state.run = chosen; state.page = 0; buildControls(); refresh(); }
     var anchor = /^#([a-z-]+)$/.exec(hash);
     if (hash.indexOf("#/samples") === 0) document.getElementById("samples").scrollIntoView();
     else if (anchor && document.getElementById(anchor[1])) document.getElementById(anchor[1]).scrollIntoView();
