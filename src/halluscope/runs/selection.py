@@ -11,58 +11,39 @@ Python use: ``run_benchmark(answered_only(bench, answers), answers, ctx, out)``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
-from pathlib import Path
-from typing import Any, ClassVar
+import copy
+from collections.abc import Collection, Iterator
+from typing import Any, TypeVar
 
-from halluscope.responses import ResponsesFile
-from halluscope.scene.graph import SceneGraph
-from halluscope.stages import Benchmark, ScoringContext
-from halluscope.types import MetricsReport, Response, Sample, SampleRecord
+from halluscope.stages import Benchmark
+from halluscope.types import Sample
 
-__all__ = ["AnsweredOnly", "answered_only"]
+__all__ = ["answered_only"]
 
-
-class AnsweredOnly(Benchmark):
-    """``inner`` restricted to the samples whose id is in ``ids``; everything else is ``inner``'s own."""
-
-    name: ClassVar[str] = "answered-only"
-
-    def __init__(self, inner: Benchmark, ids: Collection[str]) -> None:
-        self.inner = inner
-        self.ids = frozenset(ids)
-        # The run is still the inner benchmark's run: its name, default stages and metrics.
-        object.__setattr__(self, "name", inner.name)
-        object.__setattr__(self, "default_extractor", inner.default_extractor)
-        object.__setattr__(self, "default_judge", inner.default_judge)
-
-    def __getattr__(self, attribute: str) -> Any:
-        # Anything a caller reads off a particular benchmark (its data folder, official rows, options).
-        return getattr(self.inner, attribute)
-
-    def samples(self) -> Iterator[Sample]:
-        return (sample for sample in self.inner.samples() if sample.id in self.ids)
-
-    def scene(self, sample: Sample) -> SceneGraph | None:
-        return self.inner.scene(sample)
-
-    def spec(self) -> dict[str, Any]:
-        return {**self.inner.spec(), "only_answered": True}
-
-    def read_responses(
-        self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
-    ) -> ResponsesFile:
-        return self.inner.read_responses(path, benchmark_ids=benchmark_ids, key=key)
-
-    async def score_many(
-        self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
-    ) -> list[SampleRecord]:
-        return await self.inner.score_many(pairs, ctx)
-
-    def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
-        return self.inner.metrics(records)
+B = TypeVar("B", bound=Benchmark)
 
 
-def answered_only(benchmark: Benchmark, responses: Collection[str]) -> AnsweredOnly:
-    """``benchmark`` limited to the ids of ``responses`` (a mapping of id → Response, or the ids)."""
-    return AnsweredOnly(benchmark, responses)
+def answered_only(benchmark: B, responses: Collection[str]) -> B:
+    """A copy of ``benchmark`` whose samples are only those with an id in ``responses`` (ids, or a mapping).
+
+    The copy is still an instance of the benchmark's own class (a subclass made on the fly that changes
+    only :meth:`~Benchmark.samples` and :meth:`~Benchmark.spec`), so every other method, option and default
+    stage is the benchmark's own, including ones added to the interface later. ``benchmark`` itself is
+    left as it was.
+    """
+    ids = frozenset(responses)
+    base: type[Benchmark] = type(benchmark)
+
+    def samples(self: Benchmark) -> Iterator[Sample]:
+        return (sample for sample in base.samples(self) if sample.id in ids)
+
+    def spec(self: Benchmark) -> dict[str, Any]:
+        return {**base.spec(self), "only_answered": True}
+
+    restricted = copy.copy(benchmark)
+    restricted.__class__ = type(
+        f"AnsweredOnly{base.__name__}",
+        (base,),
+        {"samples": samples, "spec": spec, "__module__": base.__module__, "__doc__": base.__doc__},
+    )
+    return restricted
