@@ -420,7 +420,8 @@ def _open_benchmark(run: _Run) -> _BenchmarkView:
     if not name:
         return _BenchmarkView(note="the spec names no benchmark: no scene graphs")
     # The runner stores ``benchmark.spec()``: the name plus the options that recreate it (data, images, ...).
-    options = {k: v for k, v in nested.items() if k not in ("benchmark", "name") and v is not None}
+    skip = ("benchmark", "name", "only_answered")  # the selection is in the records already
+    options = {k: v for k, v in nested.items() if k not in skip and v is not None}
     data = options.get("data") or spec.get("data")
     if not data:
         return _BenchmarkView(note=f"the spec gives no data path for {name!r}: no scene graphs")
