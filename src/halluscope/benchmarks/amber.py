@@ -148,7 +148,7 @@ class Amber(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Amber:
         known = ["types", "limit", "mode", "word_similarity", "similarity_threshold", "tagger"]
-        check_options("the AMBER benchmark", options, known)
+        check_options("the AMBER benchmark", set(options) - set(known), known)
         types = options.get("types", ",".join(_GROUPS))
         if isinstance(types, str):
             types = [t.strip() for t in types.split(",") if t.strip()]

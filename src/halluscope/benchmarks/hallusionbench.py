@@ -95,7 +95,7 @@ class HallusionBench(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> HallusionBench:
         known = ["categories", "limit", "judge", "llm_model", "llm_base_url", "llm_api_key_env"]
-        check_options("the HallusionBench benchmark", options, known)
+        check_options("the HallusionBench benchmark", set(options) - set(known), known)
         categories = options.get("categories", "VD,VS")
         if isinstance(categories, str):
             categories = [c.strip() for c in categories.split(",") if c.strip()]

@@ -143,7 +143,8 @@ class Pope(Benchmark):
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Pope:
-        check_options("the POPE benchmark", options, ["sources", "settings", "limit", "mode"])
+        known = ["sources", "settings", "limit", "mode"]
+        check_options("the POPE benchmark", set(options) - set(known), known)
         return cls(
             data=data,
             sources=_csv(options.get("sources", ",".join(SOURCES)), SOURCES, "source"),
