@@ -65,7 +65,8 @@ def main() -> None:
     total = [sum(s[i] for s in per_model.values()) for i in range(4)]
     print(f"{total[0]} captions in {elapsed:.1f} s ({1000 * elapsed / max(total[0], 1):.1f} ms each)")
     print(f"{'model':<14} {'captions':>8} {'no claim':>9} {'failed':>7} {'claims/caption':>15}")
-    for model, (n, empty, failed, claims) in sorted(per_model.items()) + [("all", tuple(total))]:  # type: ignore[list-item]
+    rows = [(model, tuple(stats)) for model, stats in sorted(per_model.items())] + [("all", tuple(total))]
+    for model, (n, empty, failed, claims) in rows:
         print(f"{model:<14} {n:>8} {100 * empty / n:>8.1f}% {failed:>7} {claims / n:>15.2f}")
 
 

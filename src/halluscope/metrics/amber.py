@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from halluscope.metrics.binary import binary_metrics
+from halluscope.metrics.chair import chair_ratio
 from halluscope.types import MetricsReport, SampleRecord
 
 __all__ = ["DIMENSIONS", "amber_discriminative_paper", "amber_generative", "amber_metrics", "dimension_of"]
@@ -93,7 +94,7 @@ def amber_generative(records: Sequence[SampleRecord]) -> dict[str, float]:
         non_hallu += not hallucinated
         hal_num += 1
     return {
-        "CHAIR": round(chair_score / chair_num * 100, 1),
+        "CHAIR": round(chair_ratio(chair_score, chair_num - _START, start=_START) or 0.0, 1),
         "Cover": round(cover_score / cover_num * 100, 1),
         "Hal": round(100 - non_hallu / hal_num * 100, 1),
         "Cog": round(cog_score / cog_num * 100, 1),
