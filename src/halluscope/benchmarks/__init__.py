@@ -9,11 +9,17 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "tri-he": "halluscope.benchmarks.tri_he:TriHE.from_options",
         "synthetic": "halluscope.benchmarks.synthetic:SyntheticBenchmark.from_options",
         "reefknot": "halluscope.benchmarks.reefknot:Reefknot.from_options",
+        "pope": "halluscope.benchmarks.pope:Pope.from_options",
+        "hallusionbench": "halluscope.benchmarks.hallusionbench:HallusionBench.from_options",
+        "amber": "halluscope.benchmarks.amber:Amber.from_options",
     },
     {
         "tri-he": "Tri-HE: open questions; triplet-level object and relation hallucination (Hallu-Q, Hallu-I)",
         "synthetic": "rendered scenes with exact scene graphs (build synthetic); Tri-HE scoring",
         "reefknot": "Reefknot: relation hallucination as yes/no, multiple choice and VQA (Halr, R)",
+        "pope": "POPE: object existence yes/no over COCO, A-OKVQA and GQA (accuracy, F1, yes-ratio)",
+        "hallusionbench": "HallusionBench: yes/no about figures, original and edited (aAcc, qAcc, fAcc)",
+        "amber": "AMBER: generative CHAIR/Cover/Hal/Cog and discriminative yes/no (existence, attribute, relation)",
     },
 )
 

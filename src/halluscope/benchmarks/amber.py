@@ -1,0 +1,334 @@
+"""AMBER: an LLM-free multi-dimensional benchmark of hallucination, generative and discriminative.
+
+Wang et al., "AMBER: An LLM-free Multi-dimensional Benchmark for MLLMs Hallucination Evaluation" (2023).
+Official data and code: https://github.com/junyangwang0410/AMBER (``data/annotations.json``,
+``data/query/query_all.json``, ``relation.json``, ``safe_words.txt``; images separate, not needed to score).
+
+Sample ids are AMBER's own ``id`` (1-based, as in ``annotations.json`` and ``query_all.json``): 1–1004 are
+the generative items ("Describe this image."), the rest yes/no questions.
+
+- Discriminative: ``paper`` mode is the official exact match ("Yes" / "No" only; "no" is the positive
+  class); ``robust`` (default) uses the shared yes/no parser, refusals unanswered. Both are in every record.
+- Generative: object nouns of the description (see :mod:`halluscope.claims.nouns`), kept if they are in
+  AMBER's association vocabulary, ignored if in its safe words, matched against the item's ``truth`` and
+  ``hallu`` objects and their associations exactly or by word similarity
+  (:mod:`halluscope.judges.word_similarity`); a noun matching no truth object is hallucinated.
+
+Benchmark options: ``types`` (``generative,existence,attribute,relation``), ``limit``, ``mode``,
+``word_similarity`` (``embedding`` | ``exact`` | ``spacy-lg``), ``similarity_threshold`` (0.8),
+``tagger`` (``auto`` | ``nltk`` | ``spacy``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.closed import ClosedDataError, check_mode, download_files, yes_no_record
+from halluscope.cache import default_cache_dir
+from halluscope.metrics.amber import dimension_of
+from halluscope.options import check_options
+from halluscope.responses import ResponsesFile, read_any_responses
+from halluscope.types import Response, Sample, SampleRecord
+
+__all__ = ["Amber", "amber_paper_rule", "judge_description"]
+
+OFFICIAL_BASE = "https://raw.githubusercontent.com/junyangwang0410/AMBER/master/data/"
+_FILES = ("annotations.json", "query/query_all.json", "relation.json", "safe_words.txt")
+_GROUPS = ("generative", "existence", "attribute", "relation")
+_GENERATIVE: dict[str, Any] = {"type": "generative"}
+
+
+def amber_paper_rule(answer: str) -> str | None:
+    """The official exact match: "Yes" → yes, "No" → no, anything else → no answer (and wrong)."""
+    return {"Yes": "yes", "No": "no"}.get(answer)
+
+
+def _group(kind: str) -> str:
+    dimension = dimension_of(kind)
+    return "attribute" if dimension in ("state", "number", "action") else dimension
+
+
+def _resolve(data: Path | None) -> Path:
+    if data is None:
+        target = default_cache_dir() / "data" / "amber"
+        return download_files({f: OFFICIAL_BASE + f for f in _FILES}, target, "AMBER")
+    path = Path(data)
+    if path.is_dir() and (path / "data" / "annotations.json").exists():
+        path = path / "data"
+    missing = [f for f in _FILES if not (path / f).exists()]
+    if missing:
+        raise ClosedDataError(f"AMBER data at {path} lacks {', '.join(missing)}")
+    return path
+
+
+def judge_description(
+    nouns: Sequence[str],
+    truth: Sequence[str],
+    hallu: Sequence[str],
+    *,
+    vocabulary: set[str],
+    association: Mapping[str, Sequence[str]],
+    safe_words: set[str],
+    similar: Any,
+) -> dict[str, list[str]]:
+    """The official per-noun decision, in its order; returns the kept, hallucinated and covered objects.
+
+    ``similar(a, b)`` is the word-similarity test. A truth (or hallu) object counts as covered when it, or
+    one of its associated words, is matched.
+    """
+    safe_words_of = [(w, i) for i, t in enumerate(truth) for w in association.get(t, [])]
+    safe_words_of += [(t, i) for i, t in enumerate(truth)]
+    ha_words_of = [(w, i) for i, h in enumerate(hallu) for w in association.get(h, [])]
+    ha_words_of += [(h, i) for i, h in enumerate(hallu)]
+    safe_set = {w for w, _ in safe_words_of}
+    ha_set = {w for w, _ in ha_words_of}
+    kept = [n for n in nouns if n in vocabulary]
+    truth_hit: set[int] = set()
+    hallu_hit: set[int] = set()
+    hallucinated: list[str] = []
+    for noun in kept:
+        if noun in safe_words:
+            continue
+        if noun in safe_set:
+            truth_hit.add(next(i for w, i in safe_words_of if w == noun))
+            continue
+        if noun in ha_set:
+            hallu_hit.add(next(i for w, i in ha_words_of if w == noun))
+        for word, index in ha_words_of:
+            if similar(noun, word):
+                hallu_hit.add(index)
+                break
+        match = next((i for w, i in safe_words_of if similar(noun, w)), None)
+        if match is not None:
+            truth_hit.add(match)
+            continue
+        hallucinated.append(noun)
+    return {
+        "object_nouns": kept,
+        "hallucinated_nouns": hallucinated,
+        "truth_covered": [truth[i] for i in sorted(truth_hit)],
+        "hallu_covered": [hallu[i] for i in sorted(hallu_hit)],
+    }
+
+
+class Amber(Benchmark):
+    name: ClassVar[str] = "amber"
+
+    def __init__(
+        self,
+        data: Path | None = None,
+        *,
+        types: Sequence[str] = _GROUPS,
+        limit: int | None = None,
+        mode: str = "robust",
+        word_similarity: str = "embedding",
+        similarity_threshold: float = 0.8,
+        tagger: str = "auto",
+    ) -> None:
+        self.path = _resolve(data)
+        unknown = [t for t in types if t not in _GROUPS]
+        if unknown:
+            raise ValueError(f"unknown AMBER types {unknown}; choose from {', '.join(_GROUPS)}")
+        self.types = tuple(types)
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.limit = limit
+        self.mode = check_mode(mode)
+        self.word_similarity = word_similarity
+        self.similarity_threshold = float(similarity_threshold)
+        self.tagger = tagger
+        self._similarity: Any = None
+        self._nouns: Any = None
+
+    @classmethod
+    def from_options(cls, data: Path | None = None, **options: Any) -> Amber:
+        known = ["types", "limit", "mode", "word_similarity", "similarity_threshold", "tagger"]
+        check_options("the AMBER benchmark", set(options) - set(known), known)
+        types = options.get("types", ",".join(_GROUPS))
+        if isinstance(types, str):
+            types = [t.strip() for t in types.split(",") if t.strip()]
+        return cls(
+            data=data,
+            types=types,
+            limit=int(options["limit"]) if options.get("limit") else None,
+            mode=str(options.get("mode", "robust")),
+            word_similarity=str(options.get("word_similarity", "embedding")),
+            similarity_threshold=float(options.get("similarity_threshold", 0.8)),
+            tagger=str(options.get("tagger", "auto")),
+        )
+
+    @cached_property
+    def items(self) -> list[dict[str, Any]]:
+        def load(name: str) -> Any:
+            try:
+                return json.loads((self.path / name).read_text(encoding="utf-8"))
+            except json.JSONDecodeError as error:
+                raise ClosedDataError(f"{self.path / name} is not valid JSON: {error}") from error
+
+        annotations, queries = load("annotations.json"), load("query/query_all.json")
+        by_id = {q.get("id"): q for q in queries if isinstance(q, dict)}
+        items = []
+        counts: dict[str, int] = {}
+        for index, note in enumerate(annotations):
+            if not isinstance(note, dict) or "id" not in note or "type" not in note or "truth" not in note:
+                raise ClosedDataError(f"{self.path}/annotations.json item {index}: needs id, type and truth")
+            query = by_id.get(note["id"])
+            if query is None:
+                raise ClosedDataError(f"AMBER item {note['id']}: no query in query/query_all.json")
+            group = _group(str(note["type"]))
+            if group not in self.types:
+                continue
+            counts[group] = counts.get(group, 0) + 1
+            if self.limit and counts[group] > self.limit:
+                continue
+            items.append({**note, "query": query.get("query", ""), "image": query.get("image")})
+        return items
+
+    @cached_property
+    def association(self) -> dict[str, list[str]]:
+        raw = json.loads((self.path / "relation.json").read_text(encoding="utf-8"))
+        return {str(k): [str(v) for v in vs] for k, vs in raw.items()}
+
+    @cached_property
+    def vocabulary(self) -> set[str]:
+        return set(self.association) | {w for ws in self.association.values() for w in ws}
+
+    @cached_property
+    def safe_words(self) -> set[str]:
+        lines = (self.path / "safe_words.txt").read_text(encoding="utf-8").split("\n")
+        return {line for line in lines if line}
+
+    def samples(self) -> Iterator[Sample]:
+        for item in self.items:
+            kind = str(item["type"])
+            generative = kind == "generative"
+            yield Sample(
+                id=str(item["id"]),
+                benchmark=self.name,
+                prompt=str(item["query"]),
+                image_id=Path(str(item.get("image") or "")).stem or None,
+                reference=None if generative else str(item["truth"]),
+                metadata={
+                    "type": kind,
+                    "dimension": dimension_of(kind),
+                    **({"truth": list(item["truth"]), "hallu": list(item.get("hallu", []))} if generative
+                       else {"label": str(item["truth"])}),
+                },
+            )
+
+    def spec(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "benchmark": self.name,
+            "data": str(self.path),
+            "types": list(self.types),
+            "limit": self.limit,
+            "mode": self.mode,
+        }
+        if "generative" in self.types:
+            spec["word_similarity"] = self.similarity().identity()
+            spec["tagger"] = self.tagger
+        return spec
+
+    def similarity(self) -> Any:
+        from halluscope.judges.word_similarity import WordSimilarity
+
+        if self._similarity is None:
+            self._similarity = WordSimilarity(self.word_similarity, threshold=self.similarity_threshold)
+        return self._similarity
+
+    def external_id(self, row: Mapping[str, Any]) -> str | None:
+        value = row.get("id", row.get("question_id"))
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return None if value is None else str(value)
+
+    def read_responses(
+        self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
+    ) -> ResponsesFile:
+        """halluscope JSONL, AMBER's own layout (a JSON list of ``{"id", "response"}``), or another harness's."""
+        from halluscope.importers import detect_external, read_external
+
+        path = Path(path)
+        kind = detect_external(path)
+        if kind is not None:
+            return read_external(path, kind, self, benchmark_ids=benchmark_ids)
+        if path.suffix == ".json" and path.read_text(encoding="utf-8").lstrip().startswith("["):
+            result = ResponsesFile()
+            for index, row in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+                where = f"{path.name} item {index}"
+                if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("response"), str):
+                    result.problems.append(f"{where}: needs 'id' and a string 'response'")
+                    continue
+                sample_id = str(row["id"])
+                if benchmark_ids is not None and sample_id not in benchmark_ids:
+                    result.problems.append(f"{where}: id {sample_id} is not an item of the benchmark")
+                    continue
+                result.responses[sample_id] = Response(id=sample_id, response=row["response"])
+            return result
+        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
+
+    async def score_many(
+        self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
+    ) -> list[SampleRecord]:
+        records: dict[str, SampleRecord] = {}
+        descriptions = [
+            (s, r) for s, r in pairs if s.metadata["type"] == "generative" and isinstance(r, Response)
+        ]
+        if descriptions:
+            from halluscope.claims.nouns import NounExtractor
+
+            if self._nouns is None:
+                self._nouns = NounExtractor(self.tagger)
+            similarity = self.similarity()
+            similarity.cache = ctx.cache
+            similarity.prepare(self.vocabulary)
+            nouns = self._nouns.extract_many([r.response for _, r in descriptions])
+            for (sample, response), found in zip(descriptions, nouns, strict=True):
+                verdict = judge_description(
+                    found,
+                    sample.metadata["truth"],
+                    sample.metadata["hallu"],
+                    vocabulary=self.vocabulary,
+                    association=self.association,
+                    safe_words=self.safe_words,
+                    similar=similarity.similar,
+                )
+                extras: dict[str, Any] = {
+                    "type": "generative",
+                    "truth": sample.metadata["truth"],
+                    "hallu": sample.metadata["hallu"],
+                    **verdict,
+                }
+                records[sample.id] = SampleRecord(
+                    id=sample.id,
+                    prompt=sample.prompt,
+                    response=response.response,
+                    image_id=sample.image_id,
+                    model=response.model,
+                    **extras,
+                )
+        out = []
+        for sample, answer in pairs:
+            if sample.id in records:
+                out.append(records[sample.id])
+            elif sample.metadata["type"] == "generative":
+                out.append(
+                    SampleRecord(id=sample.id, prompt=sample.prompt, response=None, image_id=sample.image_id,
+                                 failure="no response for this sample", **_GENERATIVE)
+                )
+            else:
+                out.append(
+                    yes_no_record(sample, answer, mode=self.mode, paper_rule=amber_paper_rule,
+                                  fields=("type", "dimension"))
+                )
+        return out
+
+    def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
+        from halluscope.metrics.amber import amber_metrics
+
+        return amber_metrics(records, benchmark=self.name, mode=self.mode)

@@ -1,0 +1,278 @@
+"""HallusionBench: yes/no questions about figures, charts and photos, original and edited.
+
+Guan et al., "HallusionBench: An Advanced Diagnostic Suite for Entangled Language Hallucination and Visual
+Illusion in Large Vision-Language Models" (CVPR 2024). Official data and code:
+https://github.com/tianyi-lab/HallusionBench (``HallusionBench.json``; figures in a separate archive, not
+needed for scoring).
+
+Sample ids are ``<category>-<subcategory>-<set_id>-<figure_id>-<question_id>`` (the key the official code
+asserts unique), e.g. ``VD-illusion-0-0-0``.
+
+Correctness of each answer, coded as the official code codes it (1 correct, 0 incorrect, 2 unclear):
+
+- ``judge=parser`` (default, offline): the shared yes/no parser reads the prediction; agreeing with
+  ``gt_answer`` is 1, disagreeing 0, no readable yes/no (refusal, hedge) 2;
+- ``judge=llm``: an LLM grader on any OpenAI-compatible endpoint (the paper's way; see
+  :mod:`halluscope.judges.hallusionbench`), bounded retries, unjudged (redone next run) when it fails.
+
+Metrics (:mod:`halluscope.metrics.hallusionbench`): aAcc, qAcc, fAcc, easy and hard, VD / VS, and the
+language-hallucination / visual-illusion analysis. The official result layout (``HallusionBench.json``
+rows with ``model_prediction``, e.g. ``HallusionBench_result_sample.json``) is accepted as responses.
+
+Benchmark options: ``categories`` (``VD,VS``), ``limit``, ``judge`` (``parser`` | ``llm``), ``llm_model``,
+``llm_base_url``, ``llm_api_key_env``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.closed import ClosedDataError, download_files
+from halluscope.cache import default_cache_dir
+from halluscope.judges.answers import parse_yes_no
+from halluscope.options import check_options
+from halluscope.responses import ResponsesFile, read_any_responses
+from halluscope.types import Response, Sample, SampleRecord
+
+__all__ = ["HallusionBench", "hallusion_id"]
+
+OFFICIAL_URL = "https://raw.githubusercontent.com/tianyi-lab/HallusionBench/main/HallusionBench.json"
+_ID_FIELDS = ("category", "subcategory", "set_id", "figure_id", "question_id")
+_REQUIRED = (*_ID_FIELDS, "question", "gt_answer")
+_JUDGES = ("parser", "llm")
+
+
+def hallusion_id(row: Mapping[str, Any]) -> str:
+    return "-".join(str(row[k]) for k in _ID_FIELDS)
+
+
+def _resolve(data: Path | None) -> Path:
+    if data is None:
+        target = default_cache_dir() / "data" / "hallusionbench"
+        download_files({"HallusionBench.json": OFFICIAL_URL}, target, "HallusionBench")
+        return target / "HallusionBench.json"
+    path = Path(data)
+    if path.is_dir():
+        path = path / "HallusionBench.json"
+    if not path.exists():
+        raise ClosedDataError(f"HallusionBench data not found at {path}")
+    return path
+
+
+class HallusionBench(Benchmark):
+    name: ClassVar[str] = "hallusionbench"
+
+    def __init__(
+        self,
+        data: Path | None = None,
+        *,
+        categories: Sequence[str] = ("VD", "VS"),
+        limit: int | None = None,
+        judge: str = "parser",
+        llm_model: str | None = None,
+        llm_base_url: str | None = None,
+        llm_api_key_env: str | None = None,
+    ) -> None:
+        self.path = _resolve(data)
+        unknown = [c for c in categories if c not in ("VD", "VS")]
+        if unknown:
+            raise ValueError(f"unknown HallusionBench categories {unknown}; choose VD and/or VS")
+        self.categories = tuple(categories)
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.limit = limit
+        if judge not in _JUDGES:
+            raise ValueError(f"unknown HallusionBench judge {judge!r}; choose parser or llm")
+        self.judge_name = judge
+        self.llm_model, self.llm_base_url, self.llm_api_key_env = llm_model, llm_base_url, llm_api_key_env
+        self._judge: Any = None
+
+    @classmethod
+    def from_options(cls, data: Path | None = None, **options: Any) -> HallusionBench:
+        known = ["categories", "limit", "judge", "llm_model", "llm_base_url", "llm_api_key_env"]
+        check_options("the HallusionBench benchmark", set(options) - set(known), known)
+        categories = options.get("categories", "VD,VS")
+        if isinstance(categories, str):
+            categories = [c.strip() for c in categories.split(",") if c.strip()]
+        return cls(
+            data=data,
+            categories=categories,
+            limit=int(options["limit"]) if options.get("limit") else None,
+            judge=str(options.get("judge", "parser")),
+            llm_model=options.get("llm_model"),
+            llm_base_url=options.get("llm_base_url"),
+            llm_api_key_env=options.get("llm_api_key_env"),
+        )
+
+    @cached_property
+    def rows(self) -> list[dict[str, Any]]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ClosedDataError(f"{self.path} is not valid JSON: {error}") from error
+        if not isinstance(raw, list):
+            raise ClosedDataError(f"{self.path}: expected a JSON list of questions")
+        rows: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for index, row in enumerate(raw):
+            missing = [f for f in _REQUIRED if not isinstance(row, dict) or f not in row]
+            if missing:
+                raise ClosedDataError(f"{self.path} item {index}: missing field(s) {', '.join(missing)}")
+            if str(row["gt_answer"]) not in ("0", "1"):
+                raise ClosedDataError(f"{self.path} item {index}: gt_answer must be '0' or '1'")
+            key = hallusion_id(row)
+            if key in seen:
+                raise ClosedDataError(f"{self.path} item {index}: duplicate id {key}")
+            seen.add(key)
+            if row["category"] in self.categories:
+                rows.append(row)
+        return rows[: self.limit] if self.limit else rows
+
+    def samples(self) -> Iterator[Sample]:
+        for row in self.rows:
+            label = "yes" if str(row["gt_answer"]) == "1" else "no"
+            yield Sample(
+                id=hallusion_id(row),
+                benchmark=self.name,
+                prompt=str(row["question"]),
+                image_id=row.get("filename") or None,
+                reference=str(row.get("gt_answer_details") or label),
+                metadata={
+                    **{k: str(row[k]) for k in _ID_FIELDS},
+                    "visual_input": str(row.get("visual_input", "")),
+                    "label": label,
+                    "gt_answer_details": row.get("gt_answer_details"),
+                },
+            )
+
+    def spec(self) -> dict[str, Any]:
+        judge: dict[str, Any] = {"judge": self.judge_name}
+        if self.judge_name == "llm":
+            judge.update(model=self.llm_model, base_url=self.llm_base_url)
+        return {
+            "benchmark": self.name,
+            "data": str(self.path),
+            "categories": list(self.categories),
+            "limit": self.limit,
+            "judge": judge,
+        }
+
+    def external_id(self, row: Mapping[str, Any]) -> str | None:
+        """Rows of other harnesses carry the official id fields (spreadsheets may turn "3" into 3.0)."""
+        if not all(k in row and row[k] is not None for k in _ID_FIELDS):
+            return None
+        parts = []
+        for k in _ID_FIELDS:
+            value = row[k]
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            parts.append(str(value))
+        return "-".join(parts)
+
+    def read_responses(
+        self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
+    ) -> ResponsesFile:
+        """halluscope JSONL, the official result layout (``model_prediction``), or lmms-eval / VLMEvalKit."""
+        from halluscope.importers import detect_external, read_external
+
+        path = Path(path)
+        kind = detect_external(path)
+        if kind is not None:
+            return read_external(path, kind, self, benchmark_ids=benchmark_ids)
+        if path.suffix == ".json" and path.read_text(encoding="utf-8").lstrip().startswith("["):
+            return self._read_official(path, benchmark_ids, key or "model_prediction")
+        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
+
+    def _read_official(self, path: Path, benchmark_ids: set[str] | None, key: str) -> ResponsesFile:
+        result = ResponsesFile()
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ClosedDataError(f"{path} is not valid JSON: {error}") from error
+        for index, row in enumerate(raw):
+            where = f"{path.name} item {index}"
+            if not isinstance(row, dict) or any(k not in row for k in _ID_FIELDS):
+                result.problems.append(f"{where}: missing one of the id fields {', '.join(_ID_FIELDS)}")
+                continue
+            sample_id = hallusion_id(row)
+            if benchmark_ids is not None and sample_id not in benchmark_ids:
+                result.problems.append(f"{where}: {sample_id} is not a question of the benchmark")
+                continue
+            answer = row.get(key)
+            if not isinstance(answer, str):
+                result.problems.append(f"{where} ({sample_id}): no answer under {key!r}")
+                continue
+            if sample_id in result.responses:
+                result.problems.append(f"{where}: duplicate answer for {sample_id}")
+                continue
+            result.responses[sample_id] = Response(id=sample_id, response=answer)
+        return result
+
+    async def score_many(
+        self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
+    ) -> list[SampleRecord]:
+        parsed = {s.id: parse_yes_no(r.response, question=s.prompt) for s, r in pairs if r is not None}
+        graded: dict[str, int | str] = {}
+        if self.judge_name == "llm":
+            graded = await self._grade([(s, r) for s, r in pairs if r is not None], ctx)
+        records = []
+        for sample, response in pairs:
+            meta = sample.metadata
+            extras: dict[str, Any] = {k: meta[k] for k in (*_ID_FIELDS, "visual_input", "label")}
+            failure = None if response is not None else "no response for this sample"
+            if response is not None:
+                reading = parsed[sample.id]
+                extras["prediction"] = reading.value
+                extras["parse"] = reading.how
+                if self.judge_name == "llm":
+                    verdict = graded[sample.id]
+                    if isinstance(verdict, str):
+                        failure, extras["correctness"] = verdict, None
+                    else:
+                        extras["correctness"] = verdict
+                else:
+                    extras["correctness"] = 2 if reading.value is None else int(reading.value == meta["label"])
+            records.append(
+                SampleRecord(
+                    id=sample.id,
+                    prompt=sample.prompt,
+                    response=response.response if response else None,
+                    failure=failure,
+                    image_id=sample.image_id,
+                    reference=sample.reference,
+                    **extras,
+                )
+            )
+        return records
+
+    async def _grade(
+        self, pairs: Sequence[tuple[Sample, Response]], ctx: ScoringContext
+    ) -> dict[str, int | str]:
+        from halluscope.judges.hallusionbench import HallusionJudge, JudgeFailure
+
+        if self._judge is None:
+            self._judge = HallusionJudge(
+                model=self.llm_model,
+                base_url=self.llm_base_url,
+                api_key_env=self.llm_api_key_env,
+                cache=ctx.cache,
+            )
+        items = [
+            (s.prompt, str(s.metadata.get("gt_answer_details") or s.metadata["label"]), r.response)
+            for s, r in pairs
+        ]
+        verdicts = await self._judge.grade_many(items)
+        return {
+            s.id: (v.reason if isinstance(v, JudgeFailure) else v)
+            for (s, _), v in zip(pairs, verdicts, strict=True)
+        }
+
+    def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
+        from halluscope.metrics.hallusionbench import hallusion_metrics
+
+        return hallusion_metrics(records, benchmark=self.name)

@@ -1,0 +1,312 @@
+"""POPE: polling-based object probing — "Is there a <object> in the image?" over three samplings.
+
+Li et al., "Evaluating Object Hallucination in Large Vision-Language Models" (EMNLP 2023). Official data and
+code: https://github.com/RUCAIBox/POPE (``output/{coco,aokvqa,gqa}/...``, MIT licence). Images (COCO val2014,
+and Visual Genome for GQA) are not needed for scoring.
+
+Nine sets: sources ``coco`` (COCO ground truth), ``aokvqa`` and ``gqa`` (objects found by SEEM) × settings
+``random``, ``popular``, ``adversarial``; 3,000 questions each, half "yes". Sample ids are
+``<source>-<setting>-<question_id>`` (``question_id`` as in the official file, 1-based).
+
+Scoring modes (every record carries both):
+
+- ``paper``: the official rule. Keep the text before the first "."; drop commas; split on spaces; the answer
+  is "no" if a word is exactly ``No``, ``no`` or ``not``, else "yes" — so "I cannot tell" is a yes, and
+  "Nope." or "NO" is a yes too.
+- ``robust`` (default): the shared yes/no parser; refusals and unreadable answers are unanswered (counted,
+  left out of every rate).
+
+Metrics (0–100, "yes" the positive class): accuracy, precision, recall, F1, and the yes-ratio of the
+*predictions*; per ``<source>/<setting>`` in groups; the items the two rules read differently.
+
+Benchmark options (``--bench-opt``): ``sources`` and ``settings`` (comma lists), ``limit`` (per set),
+``mode`` (``robust`` | ``paper``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.closed import (
+    ClosedDataError,
+    check_mode,
+    download_files,
+    read_json_rows,
+    yes_no_record,
+)
+from halluscope.cache import default_cache_dir
+from halluscope.options import check_options
+from halluscope.responses import ResponsesFile, read_any_responses
+from halluscope.types import Response, Sample, SampleRecord
+
+__all__ = ["SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
+
+SOURCES = ("coco", "aokvqa", "gqa")
+SETTINGS = ("random", "popular", "adversarial")
+OFFICIAL_BASE = "https://raw.githubusercontent.com/RUCAIBox/POPE/main/output/"
+_RECORD_FIELDS = ("source", "setting", "question_id")
+
+
+def pope_file_name(source: str, setting: str) -> str:
+    """The official file of one set, relative to the data folder (``coco/coco_pope_random.json``)."""
+    if source == "coco":
+        return f"coco/coco_pope_{setting}.json"
+    return f"{source}/{source}_pope_seem_{setting}.json"
+
+
+_FILE_NAME = re.compile(r"^(coco|aokvqa|gqa)_pope_(?:seem_)?(random|popular|adversarial)\.json$")
+
+
+def pope_paper_rule(answer: str) -> str:
+    """The official rule, exactly (see the module docstring)."""
+    text = answer
+    if text.find(".") != -1:
+        text = text.split(".")[0]
+    words = text.replace(",", "").split(" ")
+    return "no" if ("No" in words or "not" in words or "no" in words) else "yes"
+
+
+def _csv(value: Any, allowed: Sequence[str], what: str) -> tuple[str, ...]:
+    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
+    items = [v for v in items if v]
+    unknown = [v for v in items if v not in allowed]
+    if unknown or not items:
+        raise ValueError(f"unknown POPE {what} {unknown or value!r}; choose from {', '.join(allowed)}")
+    return tuple(dict.fromkeys(items))
+
+
+def resolve_pope_files(data: Path | None) -> dict[tuple[str, str], Path]:
+    """The sets present under ``data`` (a folder, its ``output/`` subfolder, or one set's file)."""
+    if data is None:
+        target = default_cache_dir() / "data" / "pope"
+        urls = {
+            pope_file_name(src, st): OFFICIAL_BASE + pope_file_name(src, st) for src in SOURCES for st in SETTINGS
+        }
+        data = download_files(urls, target, "POPE")
+    path = Path(data)
+    if path.is_file():
+        match = _FILE_NAME.match(path.name)
+        if not match:
+            raise ClosedDataError(
+                f"{path}: not a POPE set file name (expected e.g. coco_pope_random.json or "
+                "gqa_pope_seem_adversarial.json)"
+            )
+        return {(match.group(1), match.group(2)): path}
+    if not path.is_dir():
+        raise ClosedDataError(f"POPE data not found at {path}")
+    if (path / "output").is_dir() and not any((path / s).is_dir() for s in SOURCES):
+        path = path / "output"
+    found = {
+        (src, st): path / pope_file_name(src, st)
+        for src in SOURCES
+        for st in SETTINGS
+        if (path / pope_file_name(src, st)).exists()
+    }
+    if not found:
+        raise ClosedDataError(f"{path} holds no POPE set (expected coco/coco_pope_random.json and the like)")
+    return found
+
+
+class Pope(Benchmark):
+    """The POPE benchmark over the official question files."""
+
+    name: ClassVar[str] = "pope"
+
+    def __init__(
+        self,
+        data: Path | None = None,
+        *,
+        sources: Sequence[str] = SOURCES,
+        settings: Sequence[str] = SETTINGS,
+        limit: int | None = None,
+        mode: str = "robust",
+    ) -> None:
+        available = resolve_pope_files(data)
+        self.data = data
+        wanted = [(src, st) for src in sources for st in settings]
+        self.files = {key: available[key] for key in wanted if key in available}
+        if not self.files:
+            raise ClosedDataError(
+                f"no POPE set for sources {', '.join(sources)} and settings {', '.join(settings)} in the data "
+                f"(found: {', '.join('-'.join(k) for k in available)})"
+            )
+        if limit is not None and limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.limit = limit
+        self.mode = check_mode(mode)
+
+    @classmethod
+    def from_options(cls, data: Path | None = None, **options: Any) -> Pope:
+        known = ["sources", "settings", "limit", "mode"]
+        check_options("the POPE benchmark", set(options) - set(known), known)
+        return cls(
+            data=data,
+            sources=_csv(options.get("sources", ",".join(SOURCES)), SOURCES, "source"),
+            settings=_csv(options.get("settings", ",".join(SETTINGS)), SETTINGS, "setting"),
+            limit=int(options["limit"]) if options.get("limit") else None,
+            mode=str(options.get("mode", "robust")),
+        )
+
+    @cached_property
+    def rows(self) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        loaded = {}
+        for key, path in self.files.items():
+            rows = read_json_rows(path)
+            for index, row in enumerate(rows):
+                missing = [f for f in ("question_id", "text", "label") if f not in row]
+                if missing:
+                    raise ClosedDataError(f"{path} item {index}: missing field(s) {', '.join(missing)}")
+                if str(row["label"]).lower() not in ("yes", "no"):
+                    raise ClosedDataError(f"{path} item {index}: label must be yes or no, got {row['label']!r}")
+            loaded[key] = rows[: self.limit] if self.limit else rows
+        return loaded
+
+    def samples(self) -> Iterator[Sample]:
+        for (source, setting), rows in self.rows.items():
+            for line, row in enumerate(rows):
+                image = str(row.get("image", ""))
+                yield Sample(
+                    id=f"{source}-{setting}-{row['question_id']}",
+                    benchmark=self.name,
+                    prompt=str(row["text"]),
+                    image_id=Path(image).stem or None,
+                    reference=str(row["label"]).lower(),
+                    metadata={
+                        "source": source,
+                        "setting": setting,
+                        "question_id": row["question_id"],
+                        "label": str(row["label"]).lower(),
+                        "line": line,
+                        "image": image,
+                    },
+                )
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.name,
+            "sets": sorted(f"{src}-{st}" for src, st in self.files),
+            "files": {f"{src}-{st}": str(p) for (src, st), p in sorted(self.files.items())},
+            "limit": self.limit,
+            "mode": self.mode,
+        }
+
+    def external_id(self, row: Mapping[str, Any]) -> str | None:
+        """The sample id of a row from another harness (lmms-eval doc, VLMEvalKit line), or None.
+
+        lmms-eval's POPE docs carry ``question_id`` and ``category`` (the setting) and are COCO questions;
+        a ``source`` field, when present, names the source.
+        """
+        setting = row.get("category") or row.get("setting")
+        if setting not in SETTINGS:
+            return None
+        source = str(row["source"]) if row.get("source") in SOURCES else "coco"
+        question_id = row.get("question_id")
+        if question_id is not None and str(question_id).isdigit():
+            return f"{source}-{setting}-{int(str(question_id))}"
+        image = row.get("image_source") or row.get("image_path") or row.get("image_name")
+        question = row.get("question") or row.get("text")
+        if image and question:
+            key = (source, str(setting), Path(str(image)).stem, str(question).strip().lower())
+            return self._by_image_question.get(key)
+        return None
+
+    @cached_property
+    def _by_image_question(self) -> dict[tuple[str, str, str, str], str]:
+        """(source, setting, image stem, question) → id: unique in POPE, for rows that carry no question id."""
+        index = {}
+        for sample in self.samples():
+            meta = sample.metadata
+            key = (meta["source"], meta["setting"], sample.image_id or "", sample.prompt.strip().lower())
+            index[key] = sample.id
+        return index
+
+    def read_responses(
+        self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
+    ) -> ResponsesFile:
+        """halluscope JSONL, POPE's own answer layout, or an lmms-eval / VLMEvalKit output file."""
+        from halluscope.importers import detect_external, read_external
+
+        path = Path(path)
+        kind = detect_external(path)
+        if kind is not None:
+            return read_external(path, kind, self, benchmark_ids=benchmark_ids)
+        if _is_official_answers(path):
+            return self._read_official_answers(path)
+        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
+
+    def _read_official_answers(self, path: Path) -> ResponsesFile:
+        """POPE's answer layout (``answer_example.json``): one ``{"question", "answer"}`` a line, in the
+        order of one set's question file — so it needs exactly one selected set."""
+        if len(self.rows) != 1:
+            raise ClosedDataError(
+                f"{path} is in POPE's own answer layout, which follows the order of ONE question file; "
+                "select that set with --bench-opt sources=... --bench-opt settings=..."
+            )
+        (source, setting), rows = next(iter(self.rows.items()))
+        result = ResponsesFile()
+        answers = [line for line in _iter_answer_lines(path)]
+        for position, (number, row, error) in enumerate(answers):
+            where = f"{path.name} line {number}"
+            if error:
+                result.problems.append(f"{where}: {error}")
+                continue
+            if position >= len(rows):
+                result.problems.append(f"{where}: more answers than the {len(rows)} questions of {source}-{setting}")
+                continue
+            question = rows[position]
+            sample_id = f"{source}-{setting}-{question['question_id']}"
+            asked = str(row.get("question", "")).strip().lower()
+            if asked and asked != str(question["text"]).strip().lower():
+                result.problems.append(
+                    f"{where}: question {row.get('question')!r} does not match question {question['question_id']} "
+                    f"of {source}-{setting} ({question['text']!r}); answers must follow the question file's order"
+                )
+                continue
+            answer = row.get("answer", row.get("text"))
+            if not isinstance(answer, str):
+                result.problems.append(f"{where} ({sample_id}): no answer text")
+                continue
+            result.responses[sample_id] = Response(id=sample_id, response=answer)
+        return result
+
+    async def score_many(
+        self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
+    ) -> list[SampleRecord]:
+        return [
+            yes_no_record(s, r, mode=self.mode, paper_rule=pope_paper_rule, fields=_RECORD_FIELDS)
+            for s, r in pairs
+        ]
+
+    def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
+        from halluscope.metrics.yesno import yes_no_report
+
+        return yes_no_report(records, benchmark=self.name, mode=self.mode, group_by=("source", "setting"))
+
+
+def _iter_answer_lines(path: Path) -> Iterator[tuple[int, dict[str, Any], str | None]]:
+    from halluscope.jsonio import iter_jsonl
+
+    for line in iter_jsonl(path):
+        if not line.ok:
+            yield line.number, {}, line.error
+        elif not isinstance(line.value, dict):
+            yield line.number, {}, "not a JSON object"
+        else:
+            yield line.number, line.value, None
+
+
+def _is_official_answers(path: Path) -> bool:
+    """POPE's answer layout: JSONL rows with ``question`` and ``answer`` (or ``text``) and no ``id``."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            first = handle.readline()
+        row = json.loads(first)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return isinstance(row, dict) and "id" not in row and "question" in row and ("answer" in row or "text" in row)

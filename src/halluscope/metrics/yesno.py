@@ -1,0 +1,84 @@
+"""Metrics of the yes/no benchmarks (POPE, AMBER discriminative): both rule sets, overall and per group.
+
+Records are those written through :func:`halluscope.benchmarks.closed.yes_no_record`: extra fields
+``label``, ``paper_prediction``, ``robust_prediction``, ``prediction`` (the run's mode) and the grouping
+fields. The headline numbers follow the run's mode; the other mode's headline numbers are kept under
+``paper_*`` / ``robust_*`` so one run shows both, and ``mode_disagreements`` counts the items the two rules
+read differently (a refusal read as "yes" by the paper rule counts too).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from halluscope.metrics.binary import binary_metrics
+from halluscope.types import MetricsReport, SampleRecord
+
+__all__ = ["yes_no_report"]
+
+
+def _extra(record: SampleRecord, name: str) -> Any:
+    extra = record.model_extra or {}
+    return extra.get(name, record.metadata.get(name))
+
+
+def yes_no_report(
+    records: Sequence[SampleRecord],
+    *,
+    benchmark: str,
+    mode: str,
+    group_by: Sequence[str],
+    positive: str = "yes",
+    scale: float = 1.0,
+) -> MetricsReport:
+    """Binary metrics of the scored records; ``group_by`` fields form the group keys (joined with "/").
+
+    ``scale`` multiplies the 0–100 rates (AMBER's paper reports them ×1, POPE's ×1 too: both in percent).
+    """
+    scored = [r for r in records if r.failure is None and _extra(r, "label") is not None]
+    metrics: dict[str, float | None] = {}
+    for rule in ("paper", "robust"):
+        preds = [_extra(r, f"{rule}_prediction") for r in scored]
+        labels = [str(_extra(r, "label")) for r in scored]
+        values = binary_metrics(preds, labels, positive=positive)
+        for key, value in values.items():
+            if key in ("answered", "unanswered"):
+                continue
+            metrics[f"{rule}_{key}"] = None if value is None else value * scale
+        if rule == mode:
+            for key in ("accuracy", "precision", "recall", "f1", "yes_ratio"):
+                metrics[key] = metrics[f"{rule}_{key}"]
+            metrics["unanswered"] = values["unanswered"]
+    groups: dict[str, dict[str, float | None]] = {}
+    buckets: dict[str, list[SampleRecord]] = defaultdict(list)
+    for record in scored:
+        key = "/".join(str(_extra(record, field)) for field in group_by)
+        buckets[key].append(record)
+    for key in sorted(buckets):
+        members = buckets[key]
+        values = binary_metrics(
+            [_extra(r, "prediction") for r in members],
+            [str(_extra(r, "label")) for r in members],
+            positive=positive,
+        )
+        groups[key] = {k: (v if k in ("answered", "unanswered") or v is None else v * scale) for k, v in values.items()}
+    disagreements = sum(
+        1 for r in scored if _extra(r, "paper_prediction") != _extra(r, "robust_prediction")
+    )
+    counts = {
+        "samples": len(records),
+        "scored": len(scored),
+        "no_response": sum(1 for r in records if r.response is None),
+        "failed": sum(1 for r in records if r.failure is not None and r.response is not None),
+        "unanswered": sum(1 for r in scored if _extra(r, "prediction") is None),
+        "mode_disagreements": disagreements,
+    }
+    return MetricsReport(
+        benchmark=benchmark,
+        metrics=metrics,
+        groups=groups,
+        counts=counts,
+        details={"mode": mode, "positive_class": positive, "group_by": list(group_by)},
+    )

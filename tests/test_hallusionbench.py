@@ -1,0 +1,120 @@
+"""HallusionBench: ids, official metric arithmetic, the official result layout, the LLM grader's mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from halluscope.benchmarks import ScoringContext
+from halluscope.benchmarks.hallusionbench import HallusionBench
+from halluscope.cache import Cache
+from halluscope.judges.hallusionbench import HallusionJudge, JudgeFailure, correctness_from_reply
+from halluscope.metrics.hallusionbench import hallusion_scores
+from halluscope.runs.runner import run_benchmark
+from halluscope.types import Response
+from tests.paths import SHARED
+from tests.scripted_server import ScriptedServer, completion, error
+
+HB_DIR = SHARED / "data" / "hallusionbench"
+
+
+def official_scores(rows: list[dict[str, str]]) -> dict[str, float]:
+    """A plain transcription of the official utils.py arithmetic (assign_correctness, eval_all/pair/fig)."""
+    for r in rows:
+        code = int(r["correctness"])
+        if r["category"] == "VS" and int(r["figure_id"]) == 0:
+            r["correct"] = 1 if code in (1, 2) else 0
+        else:
+            r["correct"] = 1 if code == 1 else 0
+
+    def pairs(keep: object) -> float:
+        groups: dict[str, tuple[int, int]] = {}
+        for r in rows:
+            if keep == "easy" and str(r["figure_id"]) != "0":
+                continue
+            if keep == "hard" and str(r["figure_id"]) == "0":
+                continue
+            name = "_".join([r["category"], r["subcategory"], str(r["set_id"]), str(r["question_id"])])
+            c, t = groups.get(name, (0, 0))
+            groups[name] = (c + r["correct"], t + 1)
+        return 100 * sum(1 for c, t in groups.values() if c == t) / len(groups)
+
+    figs: dict[str, tuple[int, int]] = {}
+    for r in rows:
+        if r["category"] == "VS" and str(r["figure_id"]) == "0":
+            continue
+        name = "_".join([r["category"], r["subcategory"], str(r["set_id"]), str(r["figure_id"])])
+        c, t = figs.get(name, (0, 0))
+        figs[name] = (c + r["correct"], t + 1)
+    return {
+        "aAcc": 100 * sum(r["correct"] for r in rows) / len(rows),
+        "qAcc": pairs(None),
+        "fAcc": 100 * sum(1 for c, t in figs.values() if c == t) / len(figs),
+        "easy_qAcc": pairs("easy"),
+        "hard_qAcc": pairs("hard"),
+    }
+
+
+def test_scores_equal_the_official_arithmetic_on_every_item() -> None:
+    raw = json.loads((HB_DIR / "HallusionBench.json").read_text(encoding="utf-8"))
+    rows = [{**r, "correctness": str((i * 7) % 3)} for i, r in enumerate(raw)]
+    ours = hallusion_scores([dict(r) for r in rows])
+    expected = official_scores([dict(r) for r in rows])
+    for key, value in expected.items():
+        assert ours[key] == pytest.approx(value), key
+
+
+def test_result_sample_is_read_and_scored(tmp_path: Path) -> None:
+    bench = HallusionBench(HB_DIR)
+    answers = bench.read_responses(HB_DIR / "HallusionBench_result_sample.json")
+    assert len(answers.responses) == 254 and not answers.problems
+    assert "VD-illusion-0-0-0" in answers.responses
+    report = run_benchmark(bench, answers.responses, ScoringContext(cache=Cache(None)), tmp_path / "run",
+                           show_progress=False)
+    assert report.counts["scored"] == 254
+    assert report.counts["no_response"] == 1129 - 254
+    for key in ("aAcc", "qAcc", "fAcc", "easy_qAcc", "hard_qAcc"):
+        assert report.metrics[key] is not None and 0 <= report.metrics[key] <= 100
+    assert report.metrics["qAcc"] <= report.metrics["aAcc"]
+    assert set(report.groups) == {"VD", "VS"}
+    wrong_pairs = report.counts["language_hallucination"] + report.counts["visual_illusion"] + report.counts["mixed"]
+    assert wrong_pairs > 0
+
+
+def test_parser_codes_refusals_as_unclear() -> None:
+    bench = HallusionBench(HB_DIR, limit=3)
+    samples = list(bench.samples())
+    label = samples[0].metadata["label"]
+    wrong = "no" if label == "yes" else "yes"
+    answers = [f"{label.capitalize()}, that is right.", f"{wrong.capitalize()}.", "I cannot tell from the figure."]
+    records = asyncio.run(bench.score_many(
+        [(s, Response(id=s.id, response=a)) for s, a in zip(samples, answers, strict=False)],
+        ScoringContext(cache=Cache(None)),
+    ))
+    codes = [(r.model_extra or {})["correctness"] for r in records]
+    assert codes[0] == 1 and codes[2] == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "code"),
+    [("correct", 1), ("Incorrect.", 0), ("The prediction is correct", 1), ("unclear", 2), ("", 2),
+     ("not incorrect", 0)],
+)
+def test_grader_reply_mapping_is_the_official_one(reply: str, code: int) -> None:
+    assert correctness_from_reply(reply) == code
+
+
+def test_llm_grader_reads_replies_and_failures_stay_unjudged(scripted_server: ScriptedServer) -> None:
+    scripted_server.push(completion("Incorrect"), completion("correct"))
+    judge = HallusionJudge(model="grader", base_url=scripted_server.base_url, concurrency=1)
+    verdicts = asyncio.run(judge.grade_many([("Is it red?", "It is blue.", "Yes, red."),
+                                             ("Is it blue?", "It is blue.", "Yes.")]))
+    assert verdicts == [0, 1]
+    scripted_server.push(*[error(503, "busy") for _ in range(10)])
+    judge = HallusionJudge(model="grader", base_url=scripted_server.base_url, timeout_s=2)
+    judge.client.max_retries, judge.client.backoff_s = 1, 0.01
+    (failed,) = asyncio.run(judge.grade_many([("Is it?", "Yes.", "Yes.")]))
+    assert isinstance(failed, JudgeFailure) and "judge failed" in failed.reason

@@ -1,0 +1,116 @@
+"""lmms-eval ``--log_samples`` and VLMEvalKit prediction files read as responses, matched to sample ids."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from halluscope.benchmarks.amber import Amber
+from halluscope.benchmarks.hallusionbench import HallusionBench
+from halluscope.benchmarks.pope import Pope
+from halluscope.importers import detect_external
+from halluscope.responses import ResponsesError
+from tests.paths import SHARED
+
+POPE_DIR = SHARED / "data" / "pope"
+
+
+def _lmms_row(doc_id: int, doc: dict[str, object], answer: str) -> dict[str, object]:
+    """One line as lmms-eval's evaluator writes it with --log_samples (images left out of ``doc``)."""
+    return {
+        "doc_id": doc_id,
+        "doc": doc,
+        "target": doc.get("answer"),
+        "arguments": [["gen_kwargs"], {"max_new_tokens": 128}],
+        "resps": [[answer]],
+        "filtered_resps": [answer],
+        "doc_hash": "0" * 64,
+        "prompt_hash": "1" * 64,
+        "target_hash": "2" * 64,
+        "pope_accuracy": {"question_id": doc.get("question_id"), "score": 1.0},
+    }
+
+
+def test_lmms_eval_pope_samples(tmp_path: Path) -> None:
+    path = tmp_path / "pope_adv_samples.jsonl"
+    docs = [
+        {"id": "0", "question_id": "1", "question": "Is there a snowboard in the image?", "answer": "yes",
+         "image_source": "COCO_val2014_000000310196", "category": "adversarial"},
+        {"id": "1", "question_id": "2", "question": "Is there a car in the image?", "answer": "no",
+         "image_source": "COCO_val2014_000000310196", "category": "adversarial"},
+        {"id": "2", "question_id": "99999", "question": "Is there a yak?", "answer": "no", "category": "adversarial"},
+    ]
+    lines = [json.dumps(_lmms_row(i, d, a)) for i, (d, a) in enumerate(zip(docs, ["Yes.", "No", "No"], strict=True))]
+    path.write_text("\n".join(lines) + "\n{broken\n", encoding="utf-8")
+    assert detect_external(path) == "lmms-eval"
+    bench = Pope(POPE_DIR, sources=["coco"], settings=["adversarial"])
+    result = bench.read_responses(path, benchmark_ids={s.id for s in bench.samples()})
+    assert sorted(result.responses) == ["coco-adversarial-1", "coco-adversarial-2"]
+    assert result.responses["coco-adversarial-1"].response == "Yes."
+    assert any("line 3" in p and "matches no sample" in p for p in result.problems)
+    assert any("line 4" in p and "JSON" in p for p in result.problems)
+
+
+def _pope_table_rows(bench: Pope) -> list[dict[str, object]]:
+    rows = []
+    for index, sample in enumerate(list(bench.samples())[:4]):
+        rows.append({"index": index, "image_path": sample.metadata["image"], "question": sample.prompt,
+                     "answer": sample.metadata["label"], "category": sample.metadata["setting"],
+                     "prediction": "Yes" if index % 2 else "No"})
+    return rows
+
+
+@pytest.mark.parametrize("suffix", [".tsv", ".csv", ".xlsx"])
+def test_vlmevalkit_prediction_tables(tmp_path: Path, suffix: str) -> None:
+    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"])
+    rows = _pope_table_rows(bench)
+    rows.append({"index": 99, "image_path": "nowhere.jpg", "question": "Is there a yak?", "answer": "no",
+                 "category": "random", "prediction": "No"})
+    path = tmp_path / f"MyModel_POPE{suffix}"
+    header = list(rows[0])
+    if suffix == ".xlsx":
+        import openpyxl
+
+        book = openpyxl.Workbook()
+        sheet = book.active
+        sheet.append(header)
+        for row in rows:
+            sheet.append([row[h] for h in header])
+        book.save(path)
+    else:
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=header, delimiter="\t" if suffix == ".tsv" else ",")
+            writer.writeheader()
+            writer.writerows(rows)
+    result = bench.read_responses(path, benchmark_ids={s.id for s in bench.samples()})
+    assert sorted(result.responses) == [f"coco-random-{i}" for i in (1, 2, 3, 4)]
+    assert result.responses["coco-random-2"].response == "Yes"
+    assert len(result.problems) == 1 and "row 6" in result.problems[0]
+
+
+def test_vlmevalkit_hallusionbench_ids_survive_spreadsheet_numbers(tmp_path: Path) -> None:
+    import openpyxl
+
+    bench = HallusionBench(SHARED / "data" / "hallusionbench")
+    path = tmp_path / "M_HallusionBench.xlsx"
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["index", "category", "subcategory", "set_id", "figure_id", "question_id", "question", "prediction"])
+    sheet.append([0, "VD", "illusion", 0.0, 0.0, 0.0, "Is the right orange circle ...?", "Yes"])
+    book.save(path)
+    result = bench.read_responses(path, benchmark_ids={s.id for s in bench.samples()})
+    assert list(result.responses) == ["VD-illusion-0-0-0"]
+
+
+def test_generic_id_matching_and_nothing_matching(tmp_path: Path) -> None:
+    bench = Amber(SHARED / "data" / "amber", types=["existence"], limit=2)
+    ids = [s.id for s in bench.samples()]
+    path = tmp_path / "amber.csv"
+    path.write_text(f"id,question,prediction\n{ids[0]},q,No\n", encoding="utf-8")
+    assert list(bench.read_responses(path, benchmark_ids=set(ids)).responses) == [ids[0]]
+    path.write_text("id,question,prediction\n424242,q,No\n", encoding="utf-8")
+    with pytest.raises(ResponsesError, match=r"no row of .* matched the benchmark"):
+        bench.read_responses(path, benchmark_ids=set(ids))
