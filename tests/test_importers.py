@@ -114,3 +114,17 @@ def test_generic_id_matching_and_nothing_matching(tmp_path: Path) -> None:
     path.write_text("id,question,prediction\n424242,q,No\n", encoding="utf-8")
     with pytest.raises(ResponsesError, match=r"no row of .* matched the benchmark"):
         bench.read_responses(path, benchmark_ids=set(ids))
+
+
+def test_any_benchmark_reads_harness_files_by_id_field(tmp_path: Path) -> None:
+    from halluscope.benchmarks.tri_he import TriHE
+
+    bench = TriHE(SHARED / "data" / "tri-he" / "tri-he.json", limit=2)
+    ids = [s.id for s in bench.samples()]
+    path = tmp_path / "samples.jsonl"
+    rows = [_lmms_row(0, {"id": ids[0], "question": "q"}, "A dog sits on a bench."),
+            _lmms_row(1, {"id": "no-such-id", "question": "q"}, "x")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    result = bench.read_responses(path, benchmark_ids=set(ids))
+    assert list(result.responses) == [ids[0]]
+    assert len(result.problems) == 1 and "line 2" in result.problems[0]

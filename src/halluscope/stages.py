@@ -114,7 +114,13 @@ class Benchmark(ABC):
     def read_responses(
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
     ) -> ResponsesFile:
-        """Read a responses file; benchmarks override this to accept their official answer layouts too."""
+        """Read a responses file: halluscope's own layouts, or an lmms-eval / VLMEvalKit output (matched by
+        id fields, see docs/importers.md). Benchmarks override this to accept their official layouts too."""
+        from halluscope.importers import detect_external, read_external
+
+        kind = detect_external(Path(path))
+        if kind is not None:
+            return read_external(Path(path), kind, self, benchmark_ids=benchmark_ids)
         return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
 
     @abstractmethod
