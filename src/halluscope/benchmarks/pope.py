@@ -190,6 +190,7 @@ class Pope(Benchmark):
     def spec(self) -> dict[str, Any]:
         return {
             "benchmark": self.name,
+            "data": str(self.data) if self.data is not None else None,
             "sets": sorted(f"{src}-{st}" for src, st in self.files),
             "files": {f"{src}-{st}": str(p) for (src, st), p in sorted(self.files.items())},
             "limit": self.limit,

@@ -50,7 +50,6 @@ def yes_no_report(
         if rule == mode:
             for key in ("accuracy", "precision", "recall", "f1", "yes_ratio"):
                 metrics[key] = metrics[f"{rule}_{key}"]
-            metrics["unanswered"] = values["unanswered"]
     groups: dict[str, dict[str, float | None]] = {}
     buckets: dict[str, list[SampleRecord]] = defaultdict(list)
     for record in scored:
