@@ -453,6 +453,12 @@ def _reads_sensibly(subject: str, relation: str, obj: str) -> bool:
         return False  # "Are the mountains hitting the snow?", "Is the ground standing in the snow?"
     if meaning.verb in MOTION and not (doer.animate or doer.has("vehicle") or doer.name in {"kite", "kites"}):
         return False  # "Is the rope flying in the chair?"
+    if meaning.kind == "park" and not doer.has("vehicle"):
+        return False  # "Is the scarf parked on the neck?"
+    ground = thing(obj)
+    located = meaning.kind in {"posture", "support", "hang"} and meaning.preposition not in {None, *PROXIMITY}
+    if located and doer.size is not None and ground.size is not None and doer.size - ground.size >= 2:
+        return False  # "Is the man standing in the finger?"
     return not (reading is Reading.REVERSED and -diff >= STRONG)
 
 

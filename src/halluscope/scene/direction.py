@@ -533,6 +533,7 @@ def _fit_active(
         score += 1 if b.has("garment") or b.has("cover") else 0
         score -= 2 if a.has("garment") and not a.animate else 0
         score -= 3 if a.has("body") else 0  # "face wearing scarf": the person wears it
+        score -= 3 if b.has("ground") or b.has("fixed") else 0  # nobody wears the beach
         return score
     if kind == "agent":
         if a.animate:
