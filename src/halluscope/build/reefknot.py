@@ -310,6 +310,23 @@ def both_directions_hold(graph: SceneGraph, subject: str, relation: str, obj: st
     )
 
 
+#: Verbs that take no direct object: "sleeping bench" and "looking magazine" lack their preposition.
+INTRANSITIVE = frozenset({"sit", "sleep", "look", "run", "lie", "stand", "rest", "lean", "wait", "stare", "smile",
+                          "talk", "jump", "perch", "kneel", "crouch", "squat", "float", "swim", "nap", "lay"})
+
+
+def _grammatical(relation: str) -> bool:
+    """Whether "<subject> is <relation> <object>" is a sentence: not an intransitive verb without its
+    preposition ("sleeping"), nor a bare base-form verb ("contain")."""
+    words = relation.split()
+    if len(words) != 1 or spatial_core(relation) is not None:
+        return True
+    meaning = frame(relation)
+    if words[0].endswith("ing"):
+        return meaning.verb not in INTRANSITIVE
+    return not (meaning.verb == words[0] and meaning.kind not in {"none", "neutral", "support", "group", "of"})
+
+
 def _candidates(
     graphs: Mapping[str, SceneGraph], options: BuildOptions, stats: Counter[str]
 ) -> list[tuple[str, str, str, str]]:
@@ -334,6 +351,9 @@ def _candidates(
                 continue
             if not options.allow_repeated_subjects and objects.get(s_key, 1) > 1:
                 stats["dropped_repeated_subject"] += 1
+                continue
+            if not _grammatical(predicate):
+                stats["dropped_ungrammatical"] += 1  # "cat sleeping bench", "bottle contain wine"
                 continue
             if options.orient and fit(subject, predicate, obj) <= -2:
                 stats["dropped_nonsense"] += 1  # "face wearing scarf": wrong roles whichever way round
@@ -455,6 +475,11 @@ def _reads_sensibly(subject: str, relation: str, obj: str) -> bool:
         return False  # "Is the rope flying in the chair?"
     if meaning.kind == "park" and not doer.has("vehicle"):
         return False  # "Is the scarf parked on the neck?"
+    if meaning.kind == "grow" and not doer.has("plant"):
+        return False  # "Is the vehicle growing in the parking lot?"
+    active_verb = relation.split()[0].endswith("ing") and meaning.kind not in {"cover", "surround", "contain"}
+    if (doer.has("ground") or doer.has("fixed")) and active_verb:
+        return False  # "Is the ground jumping above the snow?"
     ground = thing(obj)
     located = meaning.kind in {"posture", "support", "hang"} and meaning.preposition not in {None, *PROXIMITY}
     if located and doer.size is not None and ground.size is not None and doer.size - ground.size >= 2:

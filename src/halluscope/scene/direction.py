@@ -474,6 +474,8 @@ def frame(relation: str) -> Frame:
         return Frame("contain" if text != "holding" else "agent", False, None)
     if text in {"of", "part of", "belonging to", "from"}:
         return Frame("of", False, text)
+    if text in {"worn on", "worn around", "worn over"}:
+        return Frame("worn_on", False, "on", "wear")  # "ring worn on finger": the worn thing first
     if text in {"wrapped around", "around", "round", "encircling"}:
         return Frame("around", False, "around")
     lemma = _lemma(words[0])
@@ -534,6 +536,12 @@ def _fit_active(
         score -= 2 if a.has("garment") and not a.animate else 0
         score -= 3 if a.has("body") else 0  # "face wearing scarf": the person wears it
         score -= 3 if b.has("ground") or b.has("fixed") else 0  # nobody wears the beach
+        return score
+    if kind == "worn_on":
+        score += 2 if a.has("garment") or a.has("cover") else 0
+        score += 2 if b.has("body") or b.animate else 0
+        score -= 3 if a.has("body") or a.animate else 0
+        score -= 2 if b.has("garment") and not (a.has("garment") or a.has("cover")) else 0
         return score
     if kind == "agent":
         if a.animate:
