@@ -5,11 +5,14 @@ The examples are the ones a user met in built Reefknot items and simulator answe
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 import pytest
+from bench.direction_sample import LABELS, draw
 
 from halluscope.benchmarks.tri_he import load_scene_graphs
-from halluscope.build.reefknot import BuildOptions, build_reefknot, verify_build
+from halluscope.build.reefknot import BuildOptions, BuiltReefknot, build_reefknot, verify_build
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.sim import SimModel
 from halluscope.scene.direction import (
@@ -135,8 +138,29 @@ def test_builder_refuses_a_pair_true_both_ways() -> None:
     assert [tuple(r["triplet"]) for r in built.rows["vqa"]] == [("man", "wearing", "hat")]
 
 
-def test_tri_he_build_reads_subject_first_and_verifies_clean(tri_he: dict[str, SceneGraph]) -> None:
-    built = build_reefknot(tri_he, BuildOptions(orient=True, seed=0))
+@pytest.fixture(scope="module")
+def tri_he_build(tri_he: dict[str, SceneGraph]) -> BuiltReefknot:
+    return build_reefknot(tri_he, BuildOptions(orient=True, seed=0))
+
+
+def test_the_labelled_sample_is_what_the_builder_builds(tri_he_build: BuiltReefknot, tmp_path: Path) -> None:
+    # docs/reefknot.md reports the sensible share of 100 items read by a person; if the builder changes,
+    # the items change and the figure no longer describes it: re-draw and re-label (bench/direction_sample.py).
+    tri_he_build.write(tmp_path / "rk")
+    labels = [json.loads(line) for line in LABELS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    after = {label["id"]: label["text"] for label in labels if label["sample"] == "after"}
+    assert len(after) == 100
+    assert {item["id"]: item["text"] for item in draw(tmp_path / "rk", 3)} == after
+    assert sum(label["sensible"] for label in labels if label["sample"] == "after") >= 95
+
+
+def test_tri_he_build_reads_subject_first_and_verifies_clean(tri_he_build: BuiltReefknot) -> None:
+    built = BuiltReefknot(
+        rows={task: list(rows) for task, rows in tri_he_build.rows.items()},
+        graphs=tri_he_build.graphs,
+        stats=tri_he_build.stats,
+        options=tri_he_build.options,
+    )
     assert verify_build(built) == []
     labels = {row["label"] for row in built.rows["vqa"]}
     for nonsense in ("street is parked near car.", "shirt is wearing man.", "horse is riding woman."):
@@ -144,8 +168,6 @@ def test_tri_he_build_reads_subject_first_and_verifies_clean(tri_he: dict[str, S
     assert built.stats["turned_around"] > 500
     # Verification now also catches a backwards triplet.
     row = dict(built.rows["vqa"][0])
-    subject, relation, obj = row["triplet"]
     row["triplet"] = ["shirt", "wearing", "man"]
     built.rows["vqa"][0] = row
     assert any("reads backwards" in p for p in verify_build(built))
-    del subject, relation, obj

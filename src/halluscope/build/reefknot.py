@@ -411,7 +411,7 @@ class _Pools:
             self.by_object[(t.category, normalise_name(t.object))][t.relation] += 1
             self.by_subject[(t.category, normalise_name(t.subject))][t.relation] += 1
             self.subject_kinds[t.relation].add(is_animate(t.subject))
-        for spatial in {r for rs in CONTRASTS.values() for r in rs} | set(CONTRASTS):
+        for spatial in sorted({r for rs in CONTRASTS.values() for r in rs} | set(CONTRASTS)):  # same order every run
             if lexicon_category(spatial) == PERCEPTION:
                 self.overall[PERCEPTION][spatial] += 0
 
