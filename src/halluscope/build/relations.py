@@ -28,9 +28,9 @@ from functools import lru_cache
 from typing import Any
 
 from halluscope.cache import Cache, content_key
-from halluscope.scene.direction import ANIMALS, PEOPLE
-from halluscope.scene.direction import is_animate as _is_animate
 from halluscope.scene.graph import SceneGraph, normalise_name
+from halluscope.scene.kinds import ANIMALS, PEOPLE
+from halluscope.scene.kinds import is_animate as _is_animate
 
 __all__ = [
     "COGNITIVE",
