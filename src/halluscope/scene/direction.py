@@ -20,14 +20,17 @@ how well the two things fit those roles (:func:`fit`):
   walls, ceilings, streets never hang; *covering*: snow, blankets, roofs and clothes cover, the ground does
   not; *printed / painted on*: letters, logos and pictures are printed on things; *reflected in*: the
   mirror, window or water is the object; *growing*: plants grow;
-- *passives* ("pulled by", "covered with", "filled with") are the active verb read backwards;
+- *passives* ("pulled by", "covered with", "worn by") are the active verb read backwards; "filled with"
+  and "full of" put the container first, "worn on" the worn thing;
 - *spatial support* (on, in, at, on the side of, along): a part is on its whole (WordNet part holonyms and
   a few common pairs: "window on building", never "building on window"), the smaller thing on the larger
   (coarse size classes from WordNet hypernyms: land and roads, buildings, vehicles, furniture and people,
   animals, clothing and devices, small things), and the ground is never on anything;
 - *between / among* need a group as their object: "between the bucket" is nonsense either way.
 
-The score difference between the two readings decides when it is large enough (``STRONG``).
+What the things are (animate, garment, ground, size class, part of what) comes from
+:mod:`halluscope.scene.kinds`. The score difference between the two readings decides when it is large
+enough (``STRONG``).
 
 **One image.** A source that reverses triplets does so for a whole image (in Tri-HE all GQA triplets of an
 image are stored one way: 164 images subject-first, 83 object-first, 2 mixed, counted on the "wearing /
