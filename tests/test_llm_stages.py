@@ -13,6 +13,7 @@ from halluscope.claims.llm import LLMExtractor, parse_triples
 from halluscope.judges import JUDGES
 from halluscope.judges.llm import LLMJudge, parse_batched_reply, parse_per_claim_reply
 from halluscope.llm.client import LLMAuthError
+from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, JudgeItem
 from halluscope.types import Claim, ErrorType, VerdictLabel
@@ -248,8 +249,9 @@ async def test_per_claim_judge_sends_facts_and_one_claim_per_call(
     for reference in scene.reference_texts:
         assert reference in prompt
     assert "computer mouse" in prompt and prompt.count("wall, ") == 1, "objects listed once each"
-    assert "(laptop, using, man)" in verdicts[0].evidence and "(laptop, is, black)" in verdicts[0].evidence
-    assert verdicts[2].evidence == [r for r in scene.reference_texts if "laptop" in r]
+    assert "(man, using, laptop)" in verdicts[0].evidence  # stored "(laptop, using, man)", shown subject first
+    assert "(laptop, is, black)" in verdicts[0].evidence
+    assert verdicts[2].evidence == [reference_text(scene, r) for r in scene.reference_texts if "laptop" in r]
     assert verdicts[3].evidence == [] and "probably" in (verdicts[3].explanation or "")
 
 

@@ -23,6 +23,7 @@ from halluscope.cache import Cache
 from halluscope.embeddings import Embedder, load_embedder
 from halluscope.judges import JUDGES
 from halluscope.judges.similarity import JudgeProfile, SimilarityJudge, save_profile
+from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import parse_triplet_string
 from halluscope.stages import Failure, JudgeItem
@@ -102,7 +103,8 @@ def test_same_verdicts_as_the_official_per_claim_loop(
             official_label = VerdictLabel.SUPPORTED if score > 0.6 else VerdictLabel.HALLUCINATED
             assert verdict.label == official_label, (item.sample_id, verdict, score)
             assert verdict.score is not None and abs(verdict.score - score) < 1e-5, (item.sample_id, score)
-            assert verdict.evidence == [item.scene.reference_texts[i] for i in top]
+            # The same references, shown subject first ("(wall, hanging on, picture)" → picture on wall).
+            assert verdict.evidence == [reference_text(None, item.scene.reference_texts[i]) for i in top]
             assert verdict.error is None
             labels.append(verdict.label)
             empty_filter += "top-3" in (verdict.explanation or "")

@@ -142,13 +142,13 @@ def test_hallucinated_with_type(judge: TypedJudge, claim: tuple[str, str, str], 
 
 def test_evidence_names_the_facts_used(judge: TypedJudge) -> None:
     relation = judge_one(judge, ("man", "eating", "pen"))
-    assert relation.evidence == ["(pen, holding, man)"]
+    assert relation.evidence == ["(man, holding, pen)"]  # stored "(pen, holding, man)", shown subject first
     missing = judge_one(judge, ("zebra", "on", "desk"))
     assert missing.evidence and "laptop" in missing.evidence[0]
     attribute = judge_one(judge, ("laptop", "is", "white"))
     assert attribute.evidence == ["(laptop, is, black)"]
     supported = judge_one(judge, ("man", "holding", "pen"))
-    assert supported.evidence == ["(pen, holding, man)"] and supported.explanation
+    assert supported.evidence == ["(man, holding, pen)"] and supported.explanation
 
 
 def test_unjudged_parts(judge: TypedJudge) -> None:

@@ -46,6 +46,7 @@ from halluscope.build.relations import (
     COGNITIVE,
     NON_RELATIONS,
     PERCEPTION,
+    SYMMETRIC,
     RelationClassifier,
     base_verb,
     is_animate,
@@ -58,6 +59,16 @@ from halluscope.build.relations import (
     spatial_core,
 )
 from halluscope.jsonio import write_jsonl_atomic
+from halluscope.scene.direction import (
+    STRONG,
+    Reading,
+    fit,
+    frame,
+    graph_readings,
+    oriented,
+    thing,
+    triplet_reading,
+)
 from halluscope.scene.graph import SceneGraph, normalise_name
 
 __all__ = [
@@ -122,21 +133,6 @@ PROXIMITY = frozenset({
 #: Relations too often true alongside the stated one to serve as a negative or a distractor.
 WEAK_FOILS = PROXIMITY | frozenset({"looking at", "watching", "facing", "touching", "looking", "of", "has",
                                     "have", "having", "in front of", "behind"})
-
-#: Actions only a person or an animal does: a triplet with an inanimate subject and an animate object is
-#: turned around ("(jacket, wearing, woman)"), one with two inanimate ends is dropped as garbled.
-AGENTIVE = frozenset({
-    "bite", "brush", "carry", "catch", "chase", "chew", "climb", "drink", "eat", "feed", "grab", "hold",
-    "hug", "kick", "kiss", "lick", "look", "pet", "play", "reach", "read", "ride", "serve", "skate", "ski",
-    "sleep", "smile", "stare", "surf", "swim", "swing", "talk", "throw", "type", "use", "walk", "watch",
-    "wear", "hit", "try",
-})
-#: Postures and states things share with people ("laptop sitting on table"): turned around only when the
-#: object is animate and the subject is not ("(bench, sitting on, man)").
-POSTURES = frozenset({
-    "float", "hang", "lay", "lean", "lie", "park", "perch", "rest", "sit", "stand",
-})
-
 
 @dataclass(frozen=True)
 class Triplet:
@@ -270,50 +266,65 @@ def vqa_question_and_label(subject: str, relation: str, obj: str) -> tuple[str, 
 # -- collecting triplets -------------------------------------------------------------------------------------
 
 
-def _verb_class(relation: str) -> str | None:
-    from halluscope.build.relations import _verb_forms
+def _oriented_graph(graph: SceneGraph, orient: bool, stats: Counter[str]) -> SceneGraph:
+    """The graph with every relation in reading order (when ``orient``), attributes kept.
 
-    first = relation.split()[0] if relation else ""
-    forms = _verb_forms(first)
-    if forms & AGENTIVE:
-        return "agentive"
-    if forms & POSTURES:
-        return "posture"
-    return None
-
-
-def _orient(subject: str, relation: str, obj: str) -> tuple[str, str] | None:
-    """(subject, object) in the right order, or None when an action's direction cannot be told."""
-    kind = _verb_class(relation)
-    if kind is None or is_animate(subject):
-        return subject, obj
-    if is_animate(obj):
-        return obj, subject  # "(ground, standing on, giraffe)" → giraffe standing on ground
-    return None if kind == "agentive" else (subject, obj)
-
-
-def _oriented_graph(graph: SceneGraph, orient: bool) -> SceneGraph:
-    """A copy of the graph with relations repaired (when ``orient``) and attributes kept."""
+    :mod:`halluscope.scene.direction` decides each relation's direction; relations whose direction cannot
+    be told, or that make sense neither way ("jeans between bucket"), are left out and counted.
+    """
     if not orient:
         return graph
-    fixed = SceneGraph(image_id=graph.image_id)
-    fixed.object_names = list(graph.object_names)
-    for _, data in graph.graph.nodes(data=True):
-        fixed.add_entity(data["name"], is_object=data.get("is_object", True))
-        for attribute in data.get("attributes", []):
-            fixed.add_attribute(data["name"], attribute)
-    for relation in graph.relations():
-        ordered = _orient(relation.subject, normalise_relation(relation.predicate), relation.object)
-        if ordered is None:
-            continue
-        subject, obj = ordered
-        node = graph.graph.nodes.get(normalise_name(obj), {})
-        fixed.add_relation(
-            subject, relation.predicate, obj, object_is_entity=bool(node.get("is_object", True))
-        )
-    fixed.reference_claims = list(graph.reference_claims)
-    fixed.reference_texts = list(graph.reference_texts)
-    return fixed
+    for reading in graph_readings(graph).values():
+        if reading is Reading.UNCLEAR:
+            stats["dropped_unclear_direction"] += 1
+        elif reading is Reading.NONSENSE:
+            stats["dropped_nonsense"] += 1
+        elif reading is Reading.REVERSED:
+            stats["turned_around"] += 1
+    return oriented(graph, drop_unclear=True)
+
+
+#: Verbs of self-propelled motion: only people, animals and vehicles (and kites, flying) do them.
+MOTION = frozenset({"fly", "run", "walk", "swim", "jump", "ride", "drive", "jog", "climb", "skate", "ski", "surf",
+                    "cross", "board", "chase", "crawl", "dive", "wade", "march", "race", "travel", "sail"})
+#: Actions two things often do to each other at once.
+MUTUAL = frozenset({"watch", "look", "face", "talk", "touch", "hug", "kiss", "play", "photograph", "greet",
+                    "chase", "follow", "sniff", "stare", "smile", "interact"})
+
+
+def both_directions_hold(graph: SceneGraph, subject: str, relation: str, obj: str) -> bool:
+    """Whether the graph makes an asymmetric relation true both ways ("horse pulled by carriage" and
+    "carriage pulled by horse"): the graph contradicts itself, so no question may rest on either."""
+    core, meaning = spatial_core(relation), frame(relation)
+    spatially_symmetric = not meaning.passive and core is not None and core in SYMMETRIC  # "sitting beside"
+    if relation in SYMMETRIC or meaning.kind == "neutral" or spatially_symmetric:
+        return False
+    if frame(relation).verb in MUTUAL:
+        return False  # two people may well watch, face or talk to each other
+    stated_back = [normalise_relation(p) for p in graph.relations_between(obj, subject)]
+    voice = frame(relation).passive
+    # Only the same relation in the same voice counts: "covering" / "covered by" stated back is one fact.
+    return relation_holds(graph, subject, relation, obj) and any(
+        p == relation or (related(relation, p) and frame(p).passive == voice and frame(p).kind == frame(relation).kind)
+        for p in stated_back
+    )
+
+
+#: Verbs that take no direct object: "sleeping bench" and "looking magazine" lack their preposition.
+INTRANSITIVE = frozenset({"sit", "sleep", "look", "run", "lie", "stand", "rest", "lean", "wait", "stare", "smile",
+                          "talk", "jump", "perch", "kneel", "crouch", "squat", "float", "swim", "nap", "lay"})
+
+
+def _grammatical(relation: str) -> bool:
+    """Whether "<subject> is <relation> <object>" is a sentence: not an intransitive verb without its
+    preposition ("sleeping"), nor a bare base-form verb ("contain")."""
+    words = relation.split()
+    if len(words) != 1 or spatial_core(relation) is not None:
+        return True
+    meaning = frame(relation)
+    if words[0].endswith("ing"):
+        return meaning.verb not in INTRANSITIVE
+    return not (meaning.verb == words[0] and meaning.kind not in {"none", "neutral", "support", "group", "of"})
 
 
 def _candidates(
@@ -340,6 +351,15 @@ def _candidates(
                 continue
             if not options.allow_repeated_subjects and objects.get(s_key, 1) > 1:
                 stats["dropped_repeated_subject"] += 1
+                continue
+            if not _grammatical(predicate):
+                stats["dropped_ungrammatical"] += 1  # "cat sleeping bench", "bottle contain wine"
+                continue
+            if options.orient and fit(subject, predicate, obj) <= -2:
+                stats["dropped_nonsense"] += 1  # "face wearing scarf": wrong roles whichever way round
+                continue
+            if both_directions_hold(graph, subject, predicate, obj):
+                stats["dropped_both_directions"] += 1
                 continue
             key = (image_id, s_key, predicate, o_key)
             if key in found:
@@ -391,7 +411,7 @@ class _Pools:
             self.by_object[(t.category, normalise_name(t.object))][t.relation] += 1
             self.by_subject[(t.category, normalise_name(t.subject))][t.relation] += 1
             self.subject_kinds[t.relation].add(is_animate(t.subject))
-        for spatial in {r for rs in CONTRASTS.values() for r in rs} | set(CONTRASTS):
+        for spatial in sorted({r for rs in CONTRASTS.values() for r in rs} | set(CONTRASTS)):  # same order every run
             if lexicon_category(spatial) == PERCEPTION:
                 self.overall[PERCEPTION][spatial] += 0
 
@@ -442,6 +462,31 @@ def _weak_foil(candidate: str) -> bool:
     return candidate in WEAK_FOILS or (core is not None and core in PROXIMITY)
 
 
+def _reads_sensibly(subject: str, relation: str, obj: str) -> bool:
+    """Whether "subject relation object" makes sense as written: its roles fit, and not clearly better the
+    other way round."""
+    reading, diff = triplet_reading(subject, relation, obj)
+    if reading is Reading.NONSENSE or fit(subject, relation, obj) <= -2:
+        return False
+    meaning, doer = frame(relation), thing(subject)
+    if meaning.kind in {"agent", "posture", "park", "cover", "hang"} and (doer.has("ground") or doer.has("fixed")):
+        return False  # "Are the mountains hitting the snow?", "Is the ground standing in the snow?"
+    if meaning.verb in MOTION and not (doer.animate or doer.has("vehicle") or doer.name in {"kite", "kites"}):
+        return False  # "Is the rope flying in the chair?"
+    if meaning.kind == "park" and not doer.has("vehicle"):
+        return False  # "Is the scarf parked on the neck?"
+    if meaning.kind == "grow" and not doer.has("plant"):
+        return False  # "Is the vehicle growing in the parking lot?"
+    active_verb = relation.split()[0].endswith("ing") and meaning.kind not in {"cover", "surround", "contain"}
+    if (doer.has("ground") or doer.has("fixed")) and active_verb:
+        return False  # "Is the ground jumping above the snow?"
+    ground = thing(obj)
+    located = meaning.kind in {"posture", "support", "hang"} and meaning.preposition not in {None, *PROXIMITY}
+    if located and doer.size is not None and ground.size is not None and doer.size - ground.size >= 2:
+        return False  # "Is the man standing in the finger?"
+    return not (reading is Reading.REVERSED and -diff >= STRONG)
+
+
 def _foils(graph: SceneGraph, triplet: Triplet, pools: _Pools, rng: random.Random, count: int) -> list[str]:
     chosen: list[str] = []
     animate = is_animate(triplet.subject)
@@ -453,6 +498,8 @@ def _foils(graph: SceneGraph, triplet: Triplet, pools: _Pools, rng: random.Rando
         kinds = pools.subject_kinds.get(candidate)
         if triplet.category == COGNITIVE and kinds is not None and animate not in kinds:
             continue  # "people parked on the road": an action this kind of subject is never seen doing
+        if not _reads_sensibly(triplet.subject, candidate, triplet.object):
+            continue  # "Is the ground standing in the snow?", "Is the shirt holding the man?"
         if _usable_foil(graph, triplet, candidate, chosen):
             chosen.append(candidate)
             if len(chosen) == count:
@@ -491,11 +538,7 @@ async def build_reefknot_async(
     rng = random.Random(options.seed)
     classifier = classifier or RelationClassifier()
     stats: Counter[str] = Counter()
-    used_graphs = {image_id: _oriented_graph(g, options.orient) for image_id, g in graphs.items()}
-    if options.orient:
-        stats["dropped_unclear_direction"] = sum(len(g.relations()) for g in graphs.values()) - sum(
-            len(g.relations()) for g in used_graphs.values()
-        )
+    used_graphs = {image_id: _oriented_graph(g, options.orient, stats) for image_id, g in graphs.items()}
     raw = _candidates(used_graphs, options, stats)
     categories = await classifier.classify_many(r for _, _, r, _ in raw)
     triplets: list[Triplet] = []
@@ -603,11 +646,25 @@ def build_reefknot(
 def verify_build(built: BuiltReefknot) -> list[str]:
     """Every rule the builder promises, checked again on its output; returns the problems (empty when sound).
 
-    Yes/no twins alternate yes/no on one image and triplet; every positive holds under its graph and every
+    Every triplet reads the right way round (:mod:`halluscope.scene.direction`) and does not hold in both
+    directions; yes/no twins alternate yes/no on one image and triplet; every positive holds under its graph and every
     negative does not (synonyms, implications and inverses included); every multiple-choice item has
     exactly one option that holds, and it is the labelled one; MCQ options are pairwise unrelated.
     """
     problems: list[str] = []
+    seen: set[tuple[str, str, str, str]] = set()
+    for task, rows in built.rows.items():
+        for line, row in enumerate(rows):
+            subject, relation, obj = row["triplet"]
+            key = (row["image_id"], subject, relation, obj)
+            if key in seen:
+                continue
+            seen.add(key)
+            reading, diff = triplet_reading(subject, relation, obj)
+            if reading is Reading.NONSENSE or (reading is Reading.REVERSED and -diff >= STRONG):
+                problems.append(f"{task} line {line}: ({subject}, {relation}, {obj}) reads backwards or makes no sense")
+            if both_directions_hold(built.graphs[row["image_id"]], subject, relation, obj):
+                problems.append(f"{task} line {line}: ({subject}, {relation}, {obj}) holds in both directions")
     yes_no = built.rows.get("yesno", [])
     if len(yes_no) % 2:
         problems.append(f"yes/no: odd number of questions ({len(yes_no)})")

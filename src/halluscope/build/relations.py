@@ -29,6 +29,8 @@ from typing import Any
 
 from halluscope.cache import Cache, content_key
 from halluscope.scene.graph import SceneGraph, normalise_name
+from halluscope.scene.kinds import ANIMALS, PEOPLE
+from halluscope.scene.kinds import is_animate as _is_animate
 
 __all__ = [
     "COGNITIVE",
@@ -244,25 +246,6 @@ PARTS_OF: dict[str, frozenset[str]] = {
 _PART_RELATIONS = frozenset({
     "attached to", "belonging to", "has", "has a", "have", "having", "in", "of", "on", "on back of",
     "on front of", "on side of", "on the back of", "on the front of", "on the side of", "part of", "with",
-})
-
-PEOPLE: frozenset[str] = frozenset({
-    "adult", "adults", "athlete", "audience", "baby", "baseball player", "batter", "biker", "boy", "boys",
-    "bride", "catcher", "chef", "child", "children", "cook", "couple", "crowd", "customer", "customers",
-    "cyclist", "dad", "daughter", "doctor", "driver", "family", "fan", "fans", "father", "girl", "girls",
-    "groom", "guy", "guys", "he", "individual", "infant", "kid", "kids", "ladies", "lady", "man", "men",
-    "mom", "mother", "officer", "passenger", "passengers", "pedestrian", "pedestrians", "people", "person",
-    "pitcher", "player", "players", "police officer", "policeman", "rider", "riders", "she",
-    "skateboarder", "skater", "skier", "skiers", "snowboarder", "soccer player", "soldier", "soldiers",
-    "someone", "son", "spectator", "spectators", "student", "students", "surfer", "surfers", "teacher",
-    "teen", "teenager", "tennis player", "toddler", "tourist", "tourists", "umpire", "vendor", "woman",
-    "women", "worker",
-})
-ANIMALS: frozenset[str] = frozenset({
-    "animal", "animals", "bear", "bears", "bird", "birds", "bull", "calf", "cat", "cats", "chicken", "cow",
-    "cows", "deer", "dog", "dogs", "duck", "ducks", "elephant", "elephants", "geese", "giraffe", "giraffes",
-    "goat", "goats", "goose", "gull", "horse", "horses", "kitten", "lamb", "monkey", "parrot", "pig",
-    "pigeon", "pigeons", "polar bear", "puppy", "seagull", "sheep", "swan", "zebra", "zebras",
 })
 
 # fmt: on
@@ -486,9 +469,8 @@ def _head(name: str) -> str:
 
 
 def is_animate(name: str) -> bool:
-    """A person or an animal (lexicon lookup on the name and its head noun)."""
-    text = normalise_name(name)
-    return text in PEOPLE or text in ANIMALS or _head(text) in PEOPLE or _head(text) in ANIMALS
+    """A person or an animal (:func:`halluscope.scene.direction.is_animate`: lexicon, then WordNet)."""
+    return _is_animate(name)
 
 
 def is_self_evident(subject: str, relation: str, obj: str) -> bool:

@@ -37,6 +37,7 @@ from typing import Any
 from halluscope.cache import Cache
 from halluscope.llm.client import LLMAuthError, LLMError, stage_client
 from halluscope.options import check_options
+from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, Judge, JudgeItem
 from halluscope.types import Claim, ErrorType, Verdict, VerdictLabel
@@ -372,7 +373,7 @@ class LLMJudge(Judge):
         else:
             verdicts = list(await asyncio.gather(*(self._judge_claim(item.scene, c) for c in item.claims)))
         return [
-            v.model_copy(update={"evidence": evidence_for(c, references)})
+            v.model_copy(update={"evidence": [reference_text(item.scene, r) for r in evidence_for(c, references)]})
             if v.label != VerdictLabel.UNJUDGED
             else v
             for c, v in zip(item.claims, verdicts, strict=True)

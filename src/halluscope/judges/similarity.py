@@ -40,6 +40,7 @@ from halluscope.cache import Cache, default_cache_dir
 from halluscope.embeddings import Embedder, load_embedder, resolve_model
 from halluscope.jsonio import write_json_atomic
 from halluscope.options import check_options
+from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import reference_sentence
 from halluscope.stages import Failure, Judge, JudgeItem
@@ -320,7 +321,7 @@ class SimilarityJudge(Judge):
                     Verdict(
                         label=VerdictLabel.SUPPORTED if supported else VerdictLabel.HALLUCINATED,
                         score=score,
-                        evidence=[it.raw_refs[i] for i in plan.top],
+                        evidence=[reference_text(None, it.raw_refs[i]) for i in plan.top],
                         explanation=(
                             f"cosine {score:.3f} with {basis} "
                             f"{'>' if supported else '<='} {self.verdict_threshold:g}"

@@ -48,6 +48,7 @@ import numpy as np
 
 from halluscope.cache import Cache
 from halluscope.options import check_options
+from halluscope.scene.direction import fact_text
 from halluscope.scene.graph import SceneGraph, normalise_name
 from halluscope.scene.names import (
     FRAME_WORDS,
@@ -629,7 +630,8 @@ def _check_cosine(name: str, value: Any) -> float:
 
 
 def _fact_text(subject: str, relation: str, obj: str) -> str:
-    return f"({subject}, {relation}, {obj})"
+    # Evidence in reading order: Tri-HE's stored "(shirt, wearing, man)" is shown as "(man, wearing, shirt)".
+    return fact_text(None, subject, relation, obj)
 
 
 def _names_frame(phrase: str) -> bool:

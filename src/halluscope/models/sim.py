@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from halluscope.cache import Cache, content_key
 from halluscope.models.base import GenerateRequest, GenerateResult, Model
+from halluscope.scene.direction import is_plural, orient_fact, oriented, relation_sentence
 from halluscope.scene.graph import ATTRIBUTE_RELATIONS, SceneGraph, normalise_name
 from halluscope.types import Claim, ErrorType
 
@@ -77,11 +78,6 @@ SYNONYMS = (
     {"to the left of", "left of"},
     {"to the right of", "right of"},
 )
-_PREPOSITIONS = {
-    "on", "in", "at", "by", "near", "under", "below", "above", "behind", "beside", "inside", "with", "of",
-    "over", "beneath", "underneath", "outside", "within", "against", "along", "across", "around", "among",
-    "between", "far", "close", "to", "next", "atop", "before", "onto", "into",
-}
 
 
 class SimError(ValueError):
@@ -261,6 +257,14 @@ def describe_facts(scene: SceneGraph, limit: int = 12) -> list[Claim]:
     return facts[:limit]
 
 
+def _in_reading_order(scene: SceneGraph, fact: Claim) -> Claim:
+    """A supplied fact with its subject first (the graph's reading when it records the fact)."""
+    if is_attribute_claim(scene, fact):
+        return fact
+    subject, obj = orient_fact(scene, fact.subject, fact.relation, fact.object)
+    return fact if subject == fact.subject else Claim(subject=subject, relation=fact.relation, object=obj)
+
+
 def _parse_supplied(value: Any) -> list[Claim] | None:
     """Facts handed over in the request's metadata: [[s, r, o], ...] or Tri-HE strings "(s, r, o)"."""
     if not isinstance(value, list) or not value:
@@ -362,15 +366,6 @@ def _the(name: str) -> str:
     return name if name.split()[0].lower() in determiners else f"the {name}"
 
 
-def _verb_phrase(relation: str) -> str:
-    first = relation.split()[0].lower() if relation.split() else ""
-    if first in {"is", "are", "has", "have", "was", "were"}:
-        return relation
-    if first in _PREPOSITIONS or first.endswith("ing"):
-        return f"is {relation}"
-    return relation
-
-
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
 
@@ -393,10 +388,17 @@ def render_answer(claims: Sequence[StatedClaim], scene: SceneGraph) -> str:
         values = attributes.get(subject, [])
         if values:
             listed = values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
-            sentences.append(_capital(f"{_the(subject)} is {listed}."))
+            copula = "are" if is_plural(subject) else "is"
+            sentences.append(_capital(f"{_the(subject)} {copula} {listed}."))
         for stated in relations.get(subject, []):
-            verb = _verb_phrase(stated.relation)
-            sentences.append(_capital(f"{_the(subject)} {verb} {_the(stated.object)}."))
+            sentences.append(
+                relation_sentence(
+                    stated.subject,
+                    stated.relation,
+                    stated.object,
+                    object_is_thing=_is_object_entity(scene, stated.object) or not scene.has_entity(stated.object),
+                )
+            )
     return " ".join(sentences) if sentences else "I cannot tell from this image."
 
 
@@ -498,9 +500,18 @@ class SimModel(Model):
 
     def answer(self, scene: SceneGraph, question: str, *, sample_id: str | None = None,
                facts: Sequence[Claim] | None = None) -> SimAnswer:
-        """The stated claims for one question (the text follows from them with :func:`render_answer`)."""
-        chosen = list(dict.fromkeys(facts)) if facts else facts_for_question(scene, question, self.max_facts)
+        """The stated claims for one question (the text follows from them with :func:`render_answer`).
+
+        Facts are stated in reading order (:mod:`halluscope.scene.direction`): Tri-HE's "(shirt, wearing,
+        man)" becomes "the man is wearing the shirt", never "the shirt is wearing the man".
+        """
         base = content_key("halluscope-sim", self.seed, sample_id, question, scene.fingerprint())
+        original = scene
+        scene = oriented(scene)
+        if facts:
+            chosen = list(dict.fromkeys(_in_reading_order(original, f) for f in facts))
+        else:
+            chosen = facts_for_question(scene, question, self.max_facts)
         decide = random.Random(int(base[:16], 16))
         rates = self.rates
         stated: list[StatedClaim] = []
@@ -537,7 +548,7 @@ class SimModel(Model):
         question = next((t.text for t in reversed(request.messages) if t.role == "user"), "")
         supplied = _parse_supplied(request.metadata.get("triplets") or request.metadata.get("gt_triplets"))
         answer = self.answer(request.scene, question, sample_id=request.sample_id, facts=supplied)
-        text = render_answer(answer.claims, request.scene)
+        text = render_answer(answer.claims, oriented(request.scene))
         return GenerateResult(
             text=text,
             metadata={

@@ -197,20 +197,47 @@ class SceneGraph:
         ]
         return sub
 
+    def read_relations(self) -> list[Relation]:
+        """The relations in reading order, subject first ("(shirt, wearing, man)" → man wearing shirt).
+
+        Sources such as Tri-HE store some triplets object-first; :mod:`halluscope.scene.direction` decides
+        which end is the subject from the relation's meaning, animacy, part–whole and size priors and the
+        image's own majority direction. Relations that make sense neither way ("jeans between bucket") are
+        left out; use this wherever a relation becomes text.
+        """
+        from halluscope.scene.direction import reading_relations
+
+        return reading_relations(self)
+
     def describe(self) -> str:
-        """A plain-text rendering, one fact per line, for prompts to text-only models and for reports."""
+        """A plain-text rendering, one fact per line, for prompts to text-only models and for reports.
+
+        Relations are written in reading order (:meth:`read_relations`): "The man is wearing the shirt."
+        """
+        from halluscope.scene.direction import relation_sentence
+
         lines: list[str] = []
         if self.caption:
             lines.append(f"Caption: {self.caption}")
         objects = sorted({n for n in self.entities(objects_only=True)}, key=str.lower)
         if objects:
             lines.append("Objects: " + ", ".join(objects) + ".")
+        by_subject: dict[str, list[Relation]] = {}
+        for relation in self.read_relations():
+            by_subject.setdefault(normalise_name(relation.subject), []).append(relation)
         for key, data in self.graph.nodes(data=True):
             if data["attributes"]:
                 lines.append(f"The {data['name']} is {', '.join(data['attributes'])}.")
-            for obj in self.graph.successors(key):
-                for pred in self._preds(key, obj):
-                    lines.append(f"The {data['name']} {pred} the {self.graph.nodes[obj]['name']}.")
+            for relation in by_subject.get(key, []):
+                node = self.graph.nodes[normalise_name(relation.object)]
+                lines.append(
+                    relation_sentence(
+                        relation.subject,
+                        relation.predicate,
+                        relation.object,
+                        object_is_thing=not self.object_names or bool(node.get("is_object", True)),
+                    )
+                )
         if self.regions:
             lines.append("Regions:")
             lines.extend(f"- {region.description}" for region in self.regions)
