@@ -118,7 +118,9 @@ class TriHE(Benchmark):
 
     name: ClassVar[str] = "tri-he"
     default_extractor: ClassVar[str | None] = "rules"
-    default_judge: ClassVar[str | None] = "similarity"
+    #: The best offline configuration on hand-labelled real answers (docs/calibration.md): rules + typed,
+    #: read by its contradicted rate. ``--judge similarity`` is Tri-HE's paper protocol (NLI-style judge).
+    default_judge: ClassVar[str | None] = "typed"
 
     def __init__(
         self, data: Path | None = None, images: Path | None = None, limit: int | None = None

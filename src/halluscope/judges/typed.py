@@ -39,6 +39,7 @@ is missing) and an explanation naming the rule. Embeddings are computed for all 
 from __future__ import annotations
 
 import asyncio
+import re
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -733,7 +734,7 @@ NON_VISUAL_NOUNS = frozenset(
         "background", "foreground", "context", "presence", "moment", "situation", "type", "kind", "sort",
         "variety", "style", "attire", "outfit", "color", "colour", "size", "shape", "way",
         "side", "part", "front", "back", "bottom", "middle", "center", "edge", "corner", "level",
-        "amount", "number", "group", "lot", "pair", "couple", "piece", "bunch", "row", "set", "host",
+        "amount", "number", "group", "lot", "pair", "couple", "piece", "bunch", "row", "set", "host", "air",
     }
 )
 #: First-sense WordNet classes of things that are often in a picture but missing from its object list.
@@ -777,7 +778,39 @@ def absence_kind(matcher: NameMatcher, name: str, scene: SceneGraph) -> str:
             return what
     if "person.n.01" in ancestors and matcher.find_in_scene("person", scene) is not None:
         return "a person's role, and the image has people"
+    related = _kin_in_scene(head, scene, matcher)
+    if related is not None:
+        return related
     return "absent"
+
+
+def _kin_in_scene(head: str, scene: SceneGraph, matcher: NameMatcher) -> str | None:
+    """A listed thing the name is a kind of, or a more general name for ("vulture" / bird, "board" /
+    surfboard): the name matcher accepts only near kinds, but such a name is not an *absent* object."""
+    from halluscope.scene.names import wordnet
+
+    wn = wordnet()
+
+    def lemmas(word: str, up: bool) -> set[str]:
+        out: set[str] = set()
+        for synset in wn.synsets(word.replace(" ", "_"), "n")[:1]:  # first senses: a dog is no person
+            for path in synset.hypernym_paths():
+                for s in path if up else [synset]:
+                    out.update(name.replace("_", " ") for name in s.lemma_names())
+        return out
+
+    above = lemmas(head, True) - {"entity", "object", "whole", "physical entity", "artifact", "artefact"}
+    for name in dict.fromkeys([*scene.object_names, *scene.entities(objects_only=True)]):
+        listed = matcher.head_noun(name)
+        if not listed or listed == head:
+            continue
+        if listed in above:
+            return f"a kind of {listed}, which the image has"
+        if head in lemmas(listed, True) - {"entity", "object", "whole", "artifact"} or (
+            len(head) > 3 and listed.endswith(head)
+        ):
+            return f"a more general name for {listed}, which the image has"
+    return None
 
 
 def _mentioned(head: str, scene: SceneGraph) -> bool:
@@ -785,8 +818,13 @@ def _mentioned(head: str, scene: SceneGraph) -> bool:
     texts = scene.graph.graph.get("reference_answers") or []
     if not texts:
         return False
-    words = set(tokens(" ".join(texts)))
-    return bool({head, head + "s", head + "es"} & words) or (" " in head and head in " ".join(texts).lower())
+    forms = "|".join(re.escape(f) for f in (head, head + "s", head + "es"))
+    for text in texts:
+        for found in re.finditer(rf"\b({forms})\b", text.lower()):
+            before = text.lower()[: found.start()].split()[-4:]
+            if not {"no", "not", "without", "absence", "lack", "neither", "nor"} & set(before):
+                return True  # "no signs of spectators" does not mention spectators as present
+    return False
 
 
 _STATED: weakref.WeakKeyDictionary[SceneGraph, tuple[int, frozenset[tuple[str, ...]]]] = weakref.WeakKeyDictionary()
