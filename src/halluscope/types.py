@@ -29,6 +29,20 @@ class ErrorType(StrEnum):
     ATTRIBUTE = "attribute"
 
 
+class Support(StrEnum):
+    """What the image's ground truth says about a claim, three ways (judges that can tell; else None).
+
+    ``verdict`` keeps Tri-HE's two-way reading (anything not supported is hallucinated); ``support`` says
+    whether the ground truth *contradicts* the claim (a recorded fact or attribute says otherwise, or the
+    object is not in the image) or is merely *silent* about it (``unverifiable``): scene graphs are
+    incomplete, and silence is not evidence of a hallucination.
+    """
+
+    SUPPORTED = "supported"
+    CONTRADICTED = "contradicted"
+    UNVERIFIABLE = "unverifiable"
+
+
 class Claim(BaseModel):
     """One (subject, relation, object) statement made by a model about an image."""
 
@@ -70,6 +84,8 @@ class Verdict(BaseModel):
     evidence: list[str] = Field(default_factory=list)
     #: Why: the judge's own words, or the reason a claim stayed unjudged.
     explanation: str | None = None
+    #: Three-way reading (supported / contradicted / unverifiable) for judges that make it; None otherwise.
+    support: Support | None = None
 
     @classmethod
     def unjudged(cls, reason: str) -> Verdict:
@@ -87,6 +103,8 @@ class JudgedClaim(BaseModel):
     score: float | None = None
     evidence: list[str] = Field(default_factory=list)
     explanation: str | None = None
+    #: supported | contradicted | unverifiable, from judges that tell them apart (absent in older run logs).
+    support: Support | None = None
 
     @classmethod
     def from_parts(cls, claim: Claim, verdict: Verdict) -> JudgedClaim:
@@ -99,6 +117,7 @@ class JudgedClaim(BaseModel):
             score=verdict.score,
             evidence=verdict.evidence,
             explanation=verdict.explanation,
+            support=verdict.support,
         )
 
     def claim(self) -> Claim:

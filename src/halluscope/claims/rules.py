@@ -63,7 +63,8 @@ NON_VISUAL_ADJECTIVES = _words(
     "additional similar exact only single sure unclear unknown obvious clear-cut important necessary able "
     "suitable appropriate professional formal organized matching ready normal special perfect good bad "
     "great nice fine ideal popular famous official public private personal social recreational "
-    "competitive safe conducive suited familiar responsible favorable favourable capable aware"
+    "competitive safe conducive suited familiar responsible favorable favourable capable aware difficult hard "
+    "impossible unclear uncertain challenging"
 )
 _PERSON_PRONOUNS = frozenset({"he", "him", "she", "her", "himself", "herself"})
 _PLURAL_PRONOUNS = frozenset({"they", "them", "themselves"})
@@ -78,6 +79,53 @@ _PLACE_NOUNS = frozenset({"front", "top", "side", "middle", "back", "bottom", "e
 _COPULA_LEMMAS = frozenset({"be", "look", "appear", "seem", "remain", "stay", "become"})
 _NEGATING_DETERMINERS = frozenset({"no", "neither", "none"})
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+#: "It is difficult to determine whether ...", "it's not clear if ...": the annotator's doubt, not the image.
+_META_CLAUSE = re.compile(
+    r"\b(?:it\s+is|it's|it\s+can\s+be|it\s+may\s+be|it\s+would\s+be)\s+(?:\w+\s+)?"
+    r"(?:difficult|hard|impossible|not\s+possible|unclear|not\s+clear|challenging|tricky|not\s+evident|"
+    r"not\s+easy)\s+to\s+(?:\w+\s+){0,3}?(?:determine|tell|say|know|see|infer|confirm|ascertain|identify|"
+    r"judge|assess|be\s+sure|make\s+out)\b[^.;!?]*?(?:,\s*(?:but|however|although|though)\s+|(?=[.;!?]|$))",
+    re.IGNORECASE,
+)
+_UNKNOWABLE = re.compile(
+    r"[^.;!?]*\b(?:(?:cannot|can't|can\s+not|could\s+not|couldn't)\s+be\s+(?:determined|confirmed|"
+    r"inferred|known|seen|identified|told)|(?:it\s+is|it's)\s+(?:not\s+clear|unclear|uncertain|unknown|not\s+"
+    r"known|not\s+certain)\s+(?:whether|if|what|how|who|why|where|when|which))\b[^.;!?]*[.;!?]?",
+    re.IGNORECASE,
+)
+#: "The image shows / depicts ...": the picture is not a thing in it; what follows is.
+_FRAME_LEAD = re.compile(
+    r"\b(?:the|this)\s+(?:image|picture|photo|photograph|scene|snapshot)\s+(?:also\s+)?"
+    r"(?:shows|depicts|features|captures|displays|presents|portrays|showcases|contains|includes)\b",
+    re.IGNORECASE,
+)
+#: "In the image, ..." and "the person in the image".
+_FRAME_PLACE = re.compile(
+    r"(?:^|(?<=[.!?]\s))\s*(?:in|within)\s+(?:the|this)\s+(?:image|picture|photo|photograph|scene)\s*,?\s*"
+    r"|\s+(?:in|of|from|within)\s+(?:the|this)\s+(?:image|picture|photo|photograph)\b",
+    re.IGNORECASE,
+)
+_QUESTION = re.compile(r"[^.!?]*\?")
+
+
+def strip_meta(text: str) -> str:
+    """The answer without what it says about the picture or about its own doubt, and without questions.
+
+    "It is difficult to determine whether the cat lives indoors, but it wears a collar" keeps "it wears a
+    collar"; "The image shows a dog" becomes "There is a dog"; "the person in the image" becomes "the
+    person"; "Is it a park?" and "The time cannot be determined." are dropped.
+    """
+    text = _QUESTION.sub(" ", text)
+    text = _FRAME_PLACE.sub(" ", text)
+    text = _UNKNOWABLE.sub(" ", text)
+    text = _META_CLAUSE.sub(" ", text)
+    text = _FRAME_LEAD.sub("there is", text)
+    text = re.sub(r"\s+([,.;!?])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,;")
+    # A sentence whose start was removed begins again with a capital, so the parser reads it as one.
+    text = re.sub(r"(^|[.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)
+    return text if any(ch.isalpha() for ch in text) else ""
 
 
 def truncate(text: str, max_chars: int) -> str:
@@ -131,7 +179,7 @@ class RulesExtractor(Extractor):
     def identity(self) -> dict[str, Any]:
         return {
             "extractor": self.name,
-            "version": 2,  # 2: dependency-parse fallback for sentences the main rules miss
+            "version": 3,  # 2: dependency-parse fallback; 3: meta statements and questions stripped first
             "spacy_model": self.spacy_model,
             "spacy_model_version": _version(self.spacy_model.replace("_", "-")),
             "spacy": _version("spacy"),
@@ -175,8 +223,10 @@ class RulesExtractor(Extractor):
                     results[index] = Failure(f"rules extractor: expected text, got {type(text).__name__}")
                 elif not text.strip():
                     results[index] = []
+                elif not (plain := strip_meta(truncate(text.strip(), self.max_chars))):
+                    results[index] = []  # only questions and statements about the picture itself
                 else:
-                    todo.append((index, truncate(text.strip(), self.max_chars)))
+                    todo.append((index, plain))
             if todo:
                 try:
                     nlp, backend = self._load()
@@ -327,7 +377,8 @@ class RulesExtractor(Extractor):
         for sentence in doc.sents:
             if sentence.start not in covered:
                 fallback.extend((sentence.start, c) for c in _clause_claims(sentence, chunks, names))
-        return list(dict.fromkeys(c for _, c in kept + self._informative(fallback)))
+        claims = dict.fromkeys(c for _, c in kept + self._informative(fallback))
+        return [c for c in claims if c.subject != c.object]  # "the tractor next to it" resolved to itself
 
     def _informative(self, claims: list[tuple[int, Claim]]) -> list[tuple[int, Claim]]:
         """Claims without duplicates whose subject (and, for a relation, object) could be in a photo.

@@ -47,6 +47,20 @@ def validate_judge(
         list[str] | None, typer.Option(help="Judge option key=value, given to every --judge (repeatable).")
     ] = None,
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="synthetic | tri-he.")] = "synthetic",
+    set_: Annotated[
+        str | None,
+        typer.Option(
+            "--set",
+            help="real: the packaged hand-labelled real answers on Tri-HE images (or a path to a set in its "
+            "format); --data is then Tri-HE's tri-he.json.",
+        ),
+    ] = None,
+    extractor: Annotated[
+        str, typer.Option("--extractor", "-e", help="With --set real: extractor for the answers.")
+    ] = "rules",
+    extractor_opt: Annotated[
+        list[str] | None, typer.Option(help="With --set real: extractor option key=value (repeatable).")
+    ] = None,
     data: Annotated[
         Path | None,
         typer.Option("--data", help="Synthetic build folder, or tri-he.json (default: built / downloaded)."),
@@ -81,6 +95,24 @@ def validate_judge(
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.progress import make_progress
 
+    if set_ is not None:
+        from halluscope.cli.validate_real import validate_real
+
+        if calibrate:
+            fail("--calibrate works on the perturbation sets, not on --set real")
+        options = parse_options(judge_opt, "--judge-opt")
+        validate_real(
+            judges=[(name, _label(name, options), options) for name in judge],
+            extractor=extractor,
+            extractor_options=parse_options(extractor_opt, "--extractor-opt"),
+            set_path=None if set_ == "real" else Path(set_),
+            data=data,
+            limit=limit,
+            store=open_cache(cache, no_cache),
+            out=out,
+            quiet=quiet,
+        )
+        return
     if benchmark not in {"synthetic", "tri-he"}:
         fail(f"validate-judge works on synthetic or tri-he, not {benchmark!r}")
     if calibrate and not profile:

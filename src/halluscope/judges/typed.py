@@ -39,6 +39,7 @@ is missing) and an explanation naming the rule. Embeddings are computed for all 
 from __future__ import annotations
 
 import asyncio
+import re
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -65,11 +66,12 @@ from halluscope.scene.relations import (
     compare_relations,
     direction_words,
     is_copula,
+    opposite_directions,
     parse_relation,
     relation_core,
 )
 from halluscope.stages import Failure, Judge, JudgeItem
-from halluscope.types import Claim, ErrorType, Verdict, VerdictLabel
+from halluscope.types import Claim, ErrorType, Support, Verdict, VerdictLabel
 
 #: Cosine between two relation phrases (embedded alone) at or above which a pair the rules leave undecided
 #: counts as the same relation. Chosen on hand-labelled pairs with all-MiniLM-L6-v2 (docs/offline-judging.md):
@@ -173,7 +175,7 @@ class TypedJudge(Judge):
             model_id = resolve_model(self.model).identity
         return {
             "judge": self.name,
-            "version": 1,
+            "version": 2,  # 2: three-way support; unlisted places, parts, clothing not absent objects
             "model": model_id,
             "relation_threshold": self.relation_threshold,
             "attribute_threshold": self.attribute_threshold,
@@ -192,7 +194,7 @@ class TypedJudge(Judge):
         results: list[list[Verdict | _Pending] | Failure] = []
         for item in items:
             try:
-                results.append([self._plan(claim, item.scene) for claim in item.claims])
+                results.append([_with_support(self._plan(claim, item.scene)) for claim in item.claims])
             except Exception as exc:
                 reason = f"typed judge: sample {item.sample_id!r}: {type(exc).__name__}: {exc}"
                 results.append(Failure(reason))
@@ -220,7 +222,7 @@ class TypedJudge(Judge):
                 continue
             out.append(
                 [
-                    self._decide(p, similarities, embed_error) if isinstance(p, _Pending) else p
+                    _filled(self._decide(p, similarities, embed_error)) if isinstance(p, _Pending) else p
                     for p in result
                 ]
             )
@@ -263,6 +265,7 @@ class TypedJudge(Judge):
                     score=0.0,
                     evidence=[best.fact],
                     explanation=f"{pending.what}: the scene records the opposite: {best.fact}",
+                    support=Support.CONTRADICTED,
                 )
             return Verdict(
                 label=VerdictLabel.SUPPORTED,
@@ -280,15 +283,21 @@ class TypedJudge(Judge):
                 explanation=f"{pending.what}: supported by {best.fact} ({how}, {best_score:.2f})",
             )
         recorded = [c.fact for c in pending.comparisons]
+        # Silence is not evidence: the claim is contradicted only when a recorded fact says otherwise (another
+        # colour, an antonym, the opposite direction or polarity); else the scene cannot verify it.
+        against = [c for c in pending.comparisons if _contradicts(pending.kind, c)]
         return Verdict(
             label=VerdictLabel.HALLUCINATED,
             error=pending.kind,
             score=round(max(best_score, 0.0), 4),
-            evidence=list(dict.fromkeys(recorded + pending.extra_evidence))[:8],
+            evidence=list(dict.fromkeys([c.fact for c in against] + recorded + pending.extra_evidence))[:8],
             explanation=(
-                f"{pending.what}: no recorded {pending.kind.value} supports it"
-                + (f" (best {best_score:.2f} < {pending.threshold:g})" if best is not None else "")
+                f"{pending.what}: "
+                + (f"the scene records otherwise: {against[0].fact}" if against else
+                   f"no recorded {pending.kind.value} supports it")
+                + (f" (best {best_score:.2f} < {pending.threshold:g})" if best is not None and not against else "")
             ),
+            support=Support.CONTRADICTED if against else Support.UNVERIFIABLE,
         )
 
     # -- the rules ---------------------------------------------------------------------------------------
@@ -410,6 +419,7 @@ class TypedJudge(Judge):
                 score=0.0,
                 evidence=[f"objects in the image include {found.entity}"],
                 explanation=f"the claim denies {stripped!r}, but the image holds {found.entity!r}",
+                support=Support.CONTRADICTED,
             )
         found = self.matcher.find_in_scene(obj, scene)
         if found is None:
@@ -424,12 +434,33 @@ class TypedJudge(Judge):
         )
 
     def _missing(self, name: str, scene: SceneGraph, part: str) -> Verdict:
+        """A name that matches nothing in the scene: an absent object, or something no scene graph lists.
+
+        Only a visual, countable thing (an artefact, an animal, a plant, a person where the image has none,
+        named nowhere in the image's reference answers) counts as *absent* (contradicted). Names of ideas,
+        times and meta words ("meal", "time", "image") are not claims about objects at all (unjudged);
+        places, parts, clothing, food and stuff, and things the reference answers mention, are often
+        present but unlisted, so the scene graph cannot verify them (hallucinated in Tri-HE's reading,
+        ``support`` unverifiable).
+        """
+        kind = absence_kind(self.matcher, name, scene)
+        if kind == "nonvisual":
+            return Verdict(
+                label=VerdictLabel.UNJUDGED,
+                explanation=f"the {part} {name!r} names no visual object; nothing to check",
+                support=Support.UNVERIFIABLE,
+            )
+        unlisted = kind != "absent"
         return Verdict(
             label=VerdictLabel.HALLUCINATED,
             error=ErrorType.OBJECT,
             score=0.0,
             evidence=[_object_list(scene)],
-            explanation=f"the {part} {name!r}: nothing of its kind among the image's objects and entities",
+            explanation=(
+                f"the {part} {name!r}: nothing of its kind among the image's objects and entities"
+                + (f" ({kind}: scene graphs often leave such things out, so this is unverifiable)" if unlisted else "")
+            ),
+            support=Support.UNVERIFIABLE if unlisted else Support.CONTRADICTED,
         )
 
     def _attribute(
@@ -668,6 +699,134 @@ def _object_list(scene: SceneGraph) -> str:
     names = sorted({n.strip().lower() for n in scene.object_names} or set(scene.entities(objects_only=True)))
     listed = ", ".join(names[:_MAX_LISTED_OBJECTS]) + (" …" if len(names) > _MAX_LISTED_OBJECTS else "")
     return f"objects in the image: {listed}" if names else "the image has no recorded objects"
+
+
+def _with_support(verdict: Verdict | _Pending) -> Verdict | _Pending:
+    """Fill the three-way ``support`` where a rule left it out: supported, or unverifiable by default."""
+    return verdict if isinstance(verdict, _Pending) else _filled(verdict)
+
+
+def _filled(verdict: Verdict) -> Verdict:
+    if verdict.support is not None:
+        return verdict
+    if verdict.label == VerdictLabel.SUPPORTED:
+        return verdict.model_copy(update={"support": Support.SUPPORTED})
+    if verdict.label == VerdictLabel.HALLUCINATED:
+        return verdict.model_copy(update={"support": Support.UNVERIFIABLE})
+    return verdict
+
+
+def _contradicts(kind: ErrorType, comparison: _Comparison) -> bool:
+    """Whether a recorded fact says the opposite of the claim (not merely something else)."""
+    if comparison.lexical is None or comparison.lexical > 0.0:
+        return False
+    if kind == ErrorType.ATTRIBUTE:
+        return True  # another colour, an antonym, the opposite polarity
+    claimed, recorded = parse_relation(comparison.claimed), parse_relation(comparison.recorded)
+    return claimed.negative != recorded.negative or opposite_directions(comparison.claimed, comparison.recorded)
+
+
+#: Head nouns that name no visual object: times, meta words, conditions, the occasion of a picture.
+NON_VISUAL_NOUNS = frozenset(
+    {
+        "meal", "ingredient", "image", "picture", "photo", "photograph", "time", "day", "night", "weather",
+        "climate", "setting", "atmosphere", "destination", "occasion", "event", "activity", "season",
+        "lighting", "light", "daylight", "sunlight", "sunshine", "environment", "area", "location", "place",
+        "distance", "condition", "temperature", "surroundings", "surrounding", "mood", "scene", "view",
+        "background", "foreground", "context", "presence", "moment", "situation", "type", "kind", "sort",
+        "variety", "style", "attire", "outfit", "color", "colour", "size", "shape", "way",
+        "side", "part", "front", "back", "bottom", "middle", "center", "edge", "corner", "level",
+        "amount", "number", "group", "lot", "pair", "couple", "piece", "bunch", "row", "set", "host", "air",
+    }
+)
+#: First-sense WordNet classes of things that are often in a picture but missing from its object list.
+_UNLISTED_CLASSES = {
+    "location.n.01": "a place or region",
+    "way.n.06": "a way or passage",
+    "room.n.01": "a room",
+    "area.n.05": "an area",
+    "facility.n.01": "a facility",
+    "establishment.n.04": "an establishment",
+    "body_part.n.01": "a body part",
+    "part.n.02": "a part",
+    "part.n.03": "a part",
+    "clothing.n.01": "clothing",
+    "covering.n.02": "a covering",
+    "food.n.01": "food or drink",
+    "food.n.02": "food",
+    "substance.n.01": "a substance",
+    "substance.n.07": "stuff",
+    "material.n.01": "a material",
+    "phenomenon.n.01": "a phenomenon",
+    "geological_formation.n.01": "a landform",
+    "body_of_water.n.01": "water",
+    "natural_object.n.01": "a natural object",
+}
+
+
+def absence_kind(matcher: NameMatcher, name: str, scene: SceneGraph) -> str:
+    """``absent``, ``nonvisual`` or why an unmatched name may be present but unlisted (see ``_missing``)."""
+    head = matcher.head_noun(name)
+    if head is None or head in NON_VISUAL_NOUNS or head in FRAME_WORDS or matcher.is_abstract(name):
+        return "nonvisual"
+    if _mentioned(head, scene):
+        return "mentioned by a reference answer"
+    from halluscope.scene.names import wordnet
+
+    synsets = wordnet().synsets(head.replace(" ", "_"), "n")[:1]
+    ancestors = {s.name() for synset in synsets for path in synset.hypernym_paths() for s in path}
+    for key, what in _UNLISTED_CLASSES.items():
+        if key in ancestors:
+            return what
+    if "person.n.01" in ancestors and matcher.find_in_scene("person", scene) is not None:
+        return "a person's role, and the image has people"
+    related = _kin_in_scene(head, scene, matcher)
+    if related is not None:
+        return related
+    return "absent"
+
+
+def _kin_in_scene(head: str, scene: SceneGraph, matcher: NameMatcher) -> str | None:
+    """A listed thing the name is a kind of, or a more general name for ("vulture" / bird, "board" /
+    surfboard): the name matcher accepts only near kinds, but such a name is not an *absent* object."""
+    from halluscope.scene.names import wordnet
+
+    wn = wordnet()
+
+    def lemmas(word: str, up: bool) -> set[str]:
+        out: set[str] = set()
+        for synset in wn.synsets(word.replace(" ", "_"), "n")[:1]:  # first senses: a dog is no person
+            for path in synset.hypernym_paths():
+                for s in path if up else [synset]:
+                    out.update(name.replace("_", " ") for name in s.lemma_names())
+        return out
+
+    above = lemmas(head, True) - {"entity", "object", "whole", "physical entity", "artifact", "artefact"}
+    for name in dict.fromkeys([*scene.object_names, *scene.entities(objects_only=True)]):
+        listed = matcher.head_noun(name)
+        if not listed or listed == head:
+            continue
+        if listed in above:
+            return f"a kind of {listed}, which the image has"
+        if head in lemmas(listed, True) - {"entity", "object", "whole", "artifact"} or (
+            len(head) > 3 and listed.endswith(head)
+        ):
+            return f"a more general name for {listed}, which the image has"
+    return None
+
+
+def _mentioned(head: str, scene: SceneGraph) -> bool:
+    """Whether the image's reference answers (Tri-HE's ``answer`` texts) use the word or its plural."""
+    texts = scene.graph.graph.get("reference_answers") or []
+    if not texts:
+        return False
+    forms = "|".join(re.escape(f) for f in (head, head + "s", head + "es"))
+    for text in texts:
+        for found in re.finditer(rf"\b({forms})\b", text.lower()):
+            before = text.lower()[: found.start()].split()[-4:]
+            if not {"no", "not", "without", "absence", "lack", "neither", "nor"} & set(before):
+                return True  # "no signs of spectators" does not mention spectators as present
+    return False
 
 
 _STATED: weakref.WeakKeyDictionary[SceneGraph, tuple[int, frozenset[tuple[str, ...]]]] = weakref.WeakKeyDictionary()

@@ -17,6 +17,16 @@ all ×100, as the paper reports them. Two deliberate choices, both visible in ``
   its 'null' answers in it: a failure of the instrument must not lower the measured rate.
   ``counts["unjudged_claims"]`` says how many there were.
 
+**Contradicted rate** (``contradicted_hallu_q`` / ``_i``), for judges that read each claim three ways
+(``support``: supported / contradicted / unverifiable, e.g. ``typed``): the same averages with only the
+claims the ground truth *contradicts* — a recorded fact says otherwise, or a visual object is absent — in
+the numerator, and all judged claims in the denominator. Tri-HE's ``hallu_q`` counts everything unsupported,
+so with an incomplete scene graph it reads the graph's silence as hallucination; measured on hand-labelled
+real answers (docs/calibration.md) the contradicted rate tracks the truth far better, so it is the default
+rate of the typed judge. ``unverifiable_share`` (x100, averaged the same way) says how much of each answer
+the scene graph could not check at all. These are None for judges without ``support`` (the similarity and
+LLM judges), whose ``hallu_q`` is the paper's metric unchanged.
+
 Typed rates are reported only when the judge typed every hallucination (the similarity judge cannot say
 which part of a claim is wrong); otherwise they are ``None`` rather than a misleading zero.
 """
@@ -27,7 +37,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from statistics import fmean
 
-from halluscope.types import ErrorType, MetricsReport, SampleRecord, VerdictLabel
+from halluscope.types import ErrorType, MetricsReport, SampleRecord, Support, VerdictLabel
 
 RATE_KEYS = ("hallu_q", "hallu_i", "object_hallu_q", "object_hallu_i", "relation_hallu_q", "relation_hallu_i")
 
@@ -39,12 +49,16 @@ def question_rates(record: SampleRecord) -> dict[str, float] | None:
         return None
     hallucinated = [c for c in judged if c.verdict == VerdictLabel.HALLUCINATED]
     n = len(judged)
-    return {
+    out = {
         "all": len(hallucinated) / n,
         "object": sum(c.error == ErrorType.OBJECT for c in hallucinated) / n,
         "relation": sum(c.error == ErrorType.RELATION for c in hallucinated) / n,
         "attribute": sum(c.error == ErrorType.ATTRIBUTE for c in hallucinated) / n,
     }
+    if all(c.support is not None for c in judged):
+        out["contradicted"] = sum(c.support == Support.CONTRADICTED for c in judged) / n
+        out["unverifiable"] = sum(c.support == Support.UNVERIFIABLE for c in judged) / n
+    return out
 
 
 def _question_and_image_means(rates: list[tuple[str, float]]) -> tuple[float | None, float | None]:
@@ -110,7 +124,16 @@ def triplet_metrics(records: Sequence[SampleRecord], benchmark: str = "tri-he") 
             q = i = None
         metrics[f"{prefix}hallu_q"] = q
         metrics[f"{prefix}hallu_i"] = i
+    # Only when every scored question has a three-way reading (a judge that gives ``support``).
+    three_way = bool(per_kind["all"]) and len(per_kind["contradicted"]) == len(per_kind["all"])
+    for kind, key in (("contradicted", "contradicted_hallu"), ("unverifiable", "unverifiable_share")):
+        q, i = _question_and_image_means(per_kind[kind]) if three_way else (None, None)
+        metrics[f"{key}_q"] = q
+        metrics[f"{key}_i"] = i
     q, i = _question_and_image_means(with_empty)
     metrics["hallu_q_with_empty"] = q
     metrics["hallu_i_with_empty"] = i
+    if three_way:  # the default rate leads the table; Tri-HE's own stays beside it
+        lead = ("contradicted_hallu_q", "contradicted_hallu_i", "unverifiable_share_q", "unverifiable_share_i")
+        metrics = {**{k: metrics[k] for k in lead}, **{k: v for k, v in metrics.items() if k not in lead}}
     return MetricsReport(benchmark=benchmark, metrics=metrics, counts=counts)

@@ -1,0 +1,155 @@
+"""``halluscope validate-judge --set real``: the instrument against hand-labelled real answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from halluscope.cli.common import console, fail, interactive
+
+
+def _r(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f}"
+
+
+def validate_real(
+    *,
+    judges: list[tuple[str, str, dict[str, Any]]],
+    extractor: str,
+    extractor_options: dict[str, Any],
+    set_path: Path | None,
+    data: Path | None,
+    limit: int | None,
+    store: Any,
+    out: Path | None,
+    quiet: bool,
+) -> None:
+    """Score the labelled answers with each judge, three ways, and print one table."""
+    from halluscope.benchmarks.tri_he import TriHE
+    from halluscope.claims import EXTRACTORS
+    from halluscope.judges import JUDGES
+    from halluscope.quality.real import load_real_set, run_real, self_agreement
+    from halluscope.registry import UnknownComponentError
+    from halluscope.runs.progress import make_progress
+
+    try:
+        answers = load_real_set(set_path)
+    except ValueError as error:
+        fail(str(error))
+        return
+    if limit is not None:
+        answers = answers[:limit]
+    try:
+        bench = TriHE(data=data)
+        scenes = bench.scenes
+    except (ValueError, OSError) as error:
+        fail(f"the real set is judged against Tri-HE's scene graphs: {error}")
+        return
+    missing = sorted({a.image_id for a in answers} - set(scenes))
+    if missing:
+        fail(f"the Tri-HE file {bench.path} has no image {', '.join(missing[:5])} used by the real set")
+    try:
+        extract = EXTRACTORS.create(extractor, cache=store, **extractor_options)
+    except (UnknownComponentError, ValueError, TypeError) as error:
+        fail(f"extractor {extractor!r}: {error}")
+        return
+
+    out_console = console()
+    reports = []
+    for name, label, options in judges:
+        try:
+            judge = JUDGES.create(name, cache=store, **options)
+        except (UnknownComponentError, ValueError, TypeError) as error:
+            fail(f"judge {name!r}: {error}")
+            return
+        readings: list[tuple[str, Any, str]] = [
+            ("answer", extract, "paper"),
+            ("answer", extract, "default"),
+            ("hand", None, "paper"),
+            ("hand", None, "default"),
+            ("hand+completed", None, "default"),
+        ]
+        progress = make_progress(not quiet and interactive())
+        try:
+            progress.start(f"{label} on {len(answers)} real answers", total=len(answers) * len(readings))
+            for claims_from, ext, rate in readings:
+                tag = f"{extractor} + {label}" if claims_from == "answer" else f"{claims_from} claims + {label}"
+                report, _records = run_real(
+                    answers, scenes.get, judge=judge, cache=store, extractor=ext, claims_from=claims_from,  # type: ignore[arg-type]
+                    rate=rate,  # type: ignore[arg-type]
+                    label=f"{tag} ({rate} rate)", on_chunk=progress.advance,
+                )
+                has_support = report.all.unverifiable_share is not None
+                if rate == "default" and not has_support:
+                    continue  # this judge has no three-way reading: the default rate is the paper rate
+                if claims_from == "hand+completed" and not has_support:
+                    continue
+                reports.append(report)
+        finally:
+            progress.close()
+        await_close(judge)
+    print_real(out_console, reports, answers)
+    if out is not None:
+        payload = {
+            "set": str(set_path or "real (packaged)"),
+            "answers": len(answers),
+            "self_agreement": self_agreement(answers),
+            "reports": [r.model_dump(mode="json") for r in reports],
+        }
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        out_console.print(f"results written to {out}")
+
+
+def await_close(component: Any) -> None:
+    import asyncio
+    import contextlib
+
+    with contextlib.suppress(Exception):  # closing is best effort; the figures are already computed
+        asyncio.run(component.aclose())
+
+
+def print_real(out_console: Any, reports: list[Any], answers: list[Any]) -> None:
+    from rich.table import Table
+
+    from halluscope.quality.real import self_agreement
+
+    dev = sum(a.split == "dev" for a in answers)
+    table = Table(
+        title=(
+            f"judges on {len(answers)} hand-labelled real answers ({dev} dev, {len(answers) - dev} held out): "
+            "Pearson of (100 - rate) with the 1-5 score"
+        )
+    )
+    for column in ("configuration", "Pearson all", "dev", "held out", "mean rate", "labelled",
+                   "claim P / R (%)", "unverifiable (%)"):
+        table.add_column(column, justify="left" if column == "configuration" else "right", overflow="fold")
+    for report in reports:
+        f = report.all
+        table.add_row(
+            report.label,
+            _r(f.pearson),
+            _r(report.dev.pearson),
+            _r(report.heldout.pearson),
+            f"{f.mean_rate:.1f}",
+            f"{f.labelled_mean_rate:.1f}",
+            f"{_p(f.precision)} / {_p(f.recall)}" if f.precision is not None or f.recall is not None else "—",
+            "—" if f.unverifiable_share is None else f"{f.unverifiable_share:.0f}",
+        )
+    out_console.print(table)
+    agreement = self_agreement(answers)
+    if agreement["answers_relabelled"]:
+        out_console.print(
+            f"annotator's agreement with a second pass: scores Pearson {_r(agreement['score_pearson'])} "
+            f"on {agreement['answers_relabelled']} answers; claim labels {_p(agreement['claim_agreement'])} % "
+            f"equal on {agreement['claims_relabelled']} claims"
+        )
+    out_console.print(
+        "[dim]rate: 'paper' counts every unsupported claim (Tri-HE); 'default' counts contradicted claims and "
+        "absent objects. Claim P/R: 'hallucinated' against the hand labels (false), hand-made claims only.[/dim]"
+    )
