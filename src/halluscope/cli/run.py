@@ -58,6 +58,15 @@ def run(
     strict: Annotated[bool, typer.Option(help="Stop if the responses file has any problem.")] = False,
     # runs.runner.DEFAULT_CHUNK_SIZE, written out so that `--help` need not import the runner.
     chunk_size: Annotated[int, typer.Option(help="Samples scored per batch (and per durable write).")] = 256,
+    # runs.runner.DEFAULT_MAX_FAILURE_SHARE, written out for the same reason.
+    max_failure_share: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Exit 1 when the extractor or judge failed on more than this share of samples (or all).",
+        ),
+    ] = 0.1,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Score answers on a benchmark: extract claims, judge them, and write spec, samples and metrics."""
@@ -67,7 +76,7 @@ def run(
     from halluscope.registry import UnknownComponentError
     from halluscope.report.table import metrics_table
     from halluscope.responses import ResponsesError
-    from halluscope.runs.runner import run_benchmark
+    from halluscope.runs.runner import StageFailureError, run_benchmark
     from halluscope.runs.store import RunDirError
 
     out_console = console()
@@ -178,13 +187,39 @@ def run(
             chunk_size=chunk_size,
             show_progress=not quiet and interactive(),
             overwrite=overwrite,
+            max_failure_share=max_failure_share,
         )
     except RunDirError as error:
         fail(str(error))
     except LLMError as error:  # auth and bad-request failures stop the run: every item would fail alike
         fail(f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)")
+    except StageFailureError as error:
+        warn_corrupt(err_console, error.report)
+        out_console.print(metrics_table(error.report.metrics, error.report.counts, title=f"{bench.name} — {out}"))
+        fail(
+            f"{error} — the metrics above rest on the samples that were scored. Fix the cause and re-run "
+            "the same command: the failed samples are retried, the rest are kept.",
+            code=1,
+        )
+    warn_corrupt(err_console, report)
     out_console.print(metrics_table(report.metrics, report.counts, title=f"{bench.name} — {out}"))
     out_console.print(f"run directory: {out}")
+
+
+def warn_corrupt(err_console: Any, report: Any) -> None:
+    """Say which lines of the run log could not be read (their samples were redone)."""
+    corrupt = report.details.get("corrupt_log_lines") or []
+    if not corrupt:
+        return
+    err_console.print(
+        f"[yellow]{len(corrupt)} corrupt line(s) in samples.jsonl could not be read; "
+        "their samples were scored again:[/yellow]"
+    )
+    for entry in corrupt[:10]:
+        which = f" (sample {entry['id']})" if entry.get("id") else ""
+        err_console.print(f"  [yellow]•[/yellow] line {entry['line']}{which}: {entry['problem']}")
+    if len(corrupt) > 10:
+        err_console.print(f"  … and {len(corrupt) - 10} more")
 
 
 def register(app: typer.Typer) -> None:
