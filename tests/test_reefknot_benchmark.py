@@ -77,7 +77,7 @@ def test_selection_by_task_relation_type_and_limit() -> None:
     assert counts == {"yesno": 6, "vqa": 5}  # 11 split over two tasks; yes/no keeps whole twin pairs
     pairs = Counter(s.metadata["pair"] for s in chosen if s.metadata["task"] == "yesno")
     assert set(pairs.values()) == {2}
-    with pytest.raises(ValueError, match="unknown Reefknot option"):
+    with pytest.raises(ValueError, match="Reefknot benchmark: unknown option"):
         BENCHMARKS.create("reefknot", data=REEFKNOT_DIR, colour="red")
     with pytest.raises(ValueError, match="unknown Reefknot task"):
         Reefknot(data=REEFKNOT_DIR, tasks=["captioning"])
