@@ -71,16 +71,18 @@ Responder = Callable[[Any], Reply]
 
 
 class ScriptedServer:
-    """Serve scripted replies on ``http://127.0.0.1:<free port>/v1`` while running."""
+    """Serve scripted replies on ``http://127.0.0.1:<port>/v1`` while running (a free port by default)."""
 
-    def __init__(self, replies: Iterable[Reply] = (), *, responder: Responder | None = None) -> None:
+    def __init__(
+        self, replies: Iterable[Reply] = (), *, responder: Responder | None = None, port: int = 0
+    ) -> None:
         self._queue: deque[Reply] = deque(replies)
         self.responder = responder
         self.requests: list[Recorded] = []
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 

@@ -12,7 +12,7 @@ from halluscope.claims import EXTRACTORS
 from halluscope.claims.llm import LLMExtractor, parse_triples
 from halluscope.judges import JUDGES
 from halluscope.judges.llm import LLMJudge, parse_batched_reply, parse_per_claim_reply
-from halluscope.llm.client import LLMAuthError
+from halluscope.llm.client import LLMAuthError, LLMBadRequestError
 from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, JudgeItem
@@ -288,17 +288,24 @@ async def test_batched_judge_makes_one_json_call_per_answer(
     assert [v.label for v in second] == [VerdictLabel.UNJUDGED] * 2, "wrong JSON must never become a verdict"
 
 
-async def test_judge_call_failures_leave_claims_unjudged(
+async def test_a_failed_judge_call_fails_the_answer_and_a_bad_request_stops_the_run(
     scripted_server: ScriptedServer, scene: SceneGraph
 ) -> None:
-    scripted_server.push(Reply(200, "not json at all"), error(400, "prompt too long"))
+    # A body that is no chat completion fails the answer (its record is retried on the next run), never
+    # a claim quietly left unjudged in a finished record; an unparseable *reply* stays per-claim unjudged.
+    scripted_server.push(Reply(200, "not json at all"), completion("Verdict: maybe"))
     judge = LLMJudge(model="m", base_url=scripted_server.base_url, concurrency=1)
-    (verdicts,) = await judge.judge_many([JudgeItem("a", CLAIMS[:2], scene)])
+    (failed,) = await judge.judge_many([JudgeItem("a", CLAIMS[:2], scene)])
+    assert isinstance(failed, Failure) and "not JSON" in failed.reason
+
+    scripted_server.push(completion("Verdict: maybe"))
+    (verdicts,) = await judge.judge_many([JudgeItem("b", CLAIMS[:1], scene)])
+    assert not isinstance(verdicts, Failure) and verdicts[0].label == VerdictLabel.UNJUDGED
+
+    scripted_server.push(error(400, "prompt too long"))
+    with pytest.raises(LLMBadRequestError, match="prompt too long"):
+        await judge.judge_many([JudgeItem("c", CLAIMS[2:3], scene)])
     await judge.aclose()
-    assert not isinstance(verdicts, Failure)
-    assert [v.label for v in verdicts] == [VerdictLabel.UNJUDGED] * 2
-    reasons = sorted(v.explanation or "" for v in verdicts)
-    assert "not JSON" in reasons[0] + reasons[1] and "prompt too long" in reasons[0] + reasons[1]
 
 
 async def test_judge_stops_on_auth_failure(scripted_server: ScriptedServer, scene: SceneGraph) -> None:

@@ -116,12 +116,14 @@ def test_nli_random_model_exercises_the_real_path(tmp_path: Path) -> None:
 
 
 def test_a_missing_model_fails_vqa_items_not_the_run(tmp_path: Path) -> None:
-    bench = Reefknot(data=REEFKNOT_DIR, limit=6, nli_model=str(tmp_path / "no-such-model"))
+    bench = Reefknot(data=REEFKNOT_DIR, limit=6)
     samples = {s.id: s for s in bench.samples()}
     pairs = [(samples[i], Response(id=i, response="Yes")) for i in ("yesno-0", "vqa-0", "vqa-1")]
-    records = {r.id: r for r in asyncio.run(bench.score_many(pairs, ScoringContext(cache=Cache(None))))}
+    ctx = ScoringContext(cache=Cache(None), judge=NLIEntailment(tmp_path / "no-such-model"))
+    records = {r.id: r for r in asyncio.run(bench.score_many(pairs, ctx))}
     assert records["yesno-0"].failure is None and records["yesno-0"].correct is True  # type: ignore[attr-defined]
     assert records["vqa-0"].failure and "cannot load the NLI model" in records["vqa-0"].failure
+    assert records["vqa-0"].failed_stage == "judge"  # retried on resume, counted against the run
     assert records["vqa-1"].correct is None  # type: ignore[attr-defined]
     with pytest.raises(EntailmentModelError):
         _ = NLIEntailment(tmp_path / "no-such-model").entailment_index

@@ -98,6 +98,16 @@ class Benchmark(ABC):
     #: The extractor and judge used when the user names none (None where the benchmark needs none).
     default_extractor: ClassVar[str | None] = None
     default_judge: ClassVar[str | None] = None
+    #: Which judges fill this benchmark's judge slot: "claims" (claim vs scene graph, ``judges.JUDGES``) or
+    #: "entailment" (statement vs statement, ``judges.ENTAILMENT_JUDGES``).
+    judge_kind: ClassVar[str] = "claims"
+
+    def uses_stage(self, stage: str) -> bool:
+        """Whether scoring this selection of samples calls the ``"extractor"`` or the ``"judge"``.
+
+        Options for a stage that is not used are refused: they would be recorded and change nothing.
+        """
+        return (self.default_extractor if stage == "extractor" else self.default_judge) is not None
 
     @abstractmethod
     def samples(self) -> Iterator[Sample]:

@@ -168,6 +168,9 @@ class SampleRecord(BaseModel):
     claims_source: str | None = None
     #: Set when a stage failed for this sample; the sample is kept and reported, not dropped.
     failure: str | None = None
+    #: The stage whose failure left this sample unscored ("extractor", "judge"); None when there is no
+    #: failure or it lies in the data (a missing response). Stage failures decide whether a run failed.
+    failed_stage: str | None = None
     image_id: str | None = None
     image_path: str | None = None
     #: The benchmark's reference answer, when it has one.

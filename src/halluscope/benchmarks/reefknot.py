@@ -17,10 +17,14 @@ Scoring has two modes, and every record carries both verdicts (``paper_correct``
 - ``robust`` (default): answers read the way a person would; refusals are unanswered (counted, not rated);
   VQA by bidirectional entailment with the NLI model's own "entailment" label, or with an LLM.
 
+The VQA entailment judge fills the run's judge slot like every other benchmark's judge
+(``--judge nli|llm --judge-model NAME``, default ``nli``; ``judge_kind = "entailment"``), so ``spec.json``
+names the judge that ran. Yes/no and multiple choice use no judge and no extractor: with no VQA sample
+selected, ``--judge`` is an error.
+
 Benchmark options (``--bench-opt key=value``): ``images`` (a Visual Genome folder holding ``VG_100K`` and
 ``VG_100K_2``), ``tasks`` (``yesno,mcq,vqa``), ``relation_types`` (``perception,cognitive``), ``limit``,
-``mode`` (``robust`` | ``paper``), ``vqa_judge`` (``nli`` | ``llm``), ``nli_model`` (hub name or folder),
-``nli_device``, ``llm_model``, ``llm_base_url``, ``entropy_threshold``.
+``mode`` (``robust`` | ``paper``), ``entropy_threshold``.
 """
 
 from __future__ import annotations
@@ -46,12 +50,7 @@ from halluscope.judges.answers import (
     parse_yes_no,
     parse_yes_no_paper,
 )
-from halluscope.judges.entailment import (
-    DEFAULT_NLI_MODEL,
-    Entailment,
-    EntailmentModelError,
-    make_entailment,
-)
+from halluscope.judges.entailment import Entailment, EntailmentModelError
 from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, answer_probabilities, entropy_bits
 from halluscope.options import check_options
 from halluscope.responses import (
@@ -97,6 +96,16 @@ OFFICIAL_URLS = (
     "https://raw.githubusercontent.com/JackChen-seu/Reefknot/master/Dataset/",
 )
 MODES = ("robust", "paper")
+#: Options that chose the VQA judge before it came through the judge slot: refused with the new spelling.
+_MOVED_TO_JUDGE = {
+    "vqa_judge": "--judge nli|llm",
+    "nli_model": "--judge nli --judge-model NAME",
+    "nli_device": "--judge-opt device=DEVICE",
+    "nli_batch_size": "--judge-opt batch_size=N",
+    "llm_model": "--judge llm --judge-model NAME",
+    "llm_base_url": "--base-url URL",
+    "llm_api_key": "--judge-opt api_key_env=VARIABLE",
+}
 
 
 class ReefknotDataError(ValueError):
@@ -249,12 +258,16 @@ class _ScoreState:
     response: Response | None
     extras: dict[str, Any] = field(default_factory=dict)
     failure: str | None = None
+    #: "judge" when the entailment judge failed (retried on resume, counted against the run).
+    failed_stage: str | None = None
 
 
 class Reefknot(Benchmark):
     """The Reefknot benchmark (official data or a folder written by ``halluscope build reefknot``)."""
 
     name: ClassVar[str] = "reefknot"
+    default_judge: ClassVar[str | None] = "nli"
+    judge_kind: ClassVar[str] = "entailment"
 
     def __init__(
         self,
@@ -265,13 +278,6 @@ class Reefknot(Benchmark):
         relation_types: Iterable[str] | None = None,
         limit: int | None = None,
         mode: str = "robust",
-        vqa_judge: str = "nli",
-        nli_model: str = DEFAULT_NLI_MODEL,
-        nli_device: str | None = None,
-        nli_batch_size: int = 16,
-        llm_model: str | None = None,
-        llm_base_url: str | None = None,
-        llm_api_key: str | None = None,
         entailment: Entailment | None = None,
         entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
     ) -> None:
@@ -297,20 +303,8 @@ class Reefknot(Benchmark):
         if mode not in MODES:
             raise ValueError(f"unknown scoring mode {mode!r}; choose robust or paper")
         self.mode = mode
-        if vqa_judge not in ("nli", "llm"):
-            raise ValueError(f"unknown vqa_judge {vqa_judge!r}; choose nli or llm")
-        if vqa_judge == "llm" and entailment is None and not llm_model:
-            raise ValueError(
-                "vqa_judge=llm needs llm_model=NAME (and llm_base_url for a non-OpenAI endpoint)"
-            )
         self.images = Path(images) if images else None
-        self.vqa_judge = vqa_judge
-        self.nli_model = str(nli_model)
-        self.nli_device = nli_device
-        self.nli_batch_size = nli_batch_size
-        self.llm_model = llm_model
-        self.llm_base_url = llm_base_url
-        self._llm_api_key = llm_api_key
+        #: A judge given here (Python API, tests) is used when the run's judge slot is empty.
         self._entailment = entailment
         self._entailment_error: str | None = None
         self.entropy_threshold = float(entropy_threshold)
@@ -324,16 +318,15 @@ class Reefknot(Benchmark):
             "relation_types",
             "limit",
             "mode",
-            "vqa_judge",
-            "nli_model",
-            "nli_device",
-            "nli_batch_size",
-            "llm_model",
-            "llm_base_url",
-            "llm_api_key",
             "entailment",
             "entropy_threshold",
         }
+        moved = sorted(set(options) & set(_MOVED_TO_JUDGE))
+        if moved:
+            raise ValueError(
+                "the Reefknot VQA judge is chosen through the judge slot now: "
+                + "; ".join(f"instead of --bench-opt {k}, use {_MOVED_TO_JUDGE[k]}" for k in moved)
+            )
         check_options("the Reefknot benchmark", set(options) - known, known)
         for key in ("tasks", "relation_types"):
             if key in options:
@@ -439,8 +432,9 @@ class Reefknot(Benchmark):
             "relation_types": self.relation_types,
             "limit": self.limit,
             "mode": self.mode,
-            "vqa_judge": self._judge_identity(),
             "entropy_threshold": self.entropy_threshold,
+            # The run's judge goes to spec.json's "judge"; only a judge handed to the benchmark itself is here.
+            **({"vqa_judge": self._entailment.identity()} if self._entailment is not None else {}),
         }
 
     def read_responses(
@@ -455,33 +449,22 @@ class Reefknot(Benchmark):
 
     # -- scoring ------------------------------------------------------------------------------------
 
-    def _judge_identity(self) -> dict[str, Any]:
-        if self._entailment is not None:
-            return self._entailment.identity()
-        if self.vqa_judge == "llm":
-            return {"entailment": "llm", "model": self.llm_model, "base_url": self.llm_base_url}
-        return {"entailment": "nli", "model": self.nli_model}
+    def uses_stage(self, stage: str) -> bool:
+        """Only the VQA task uses a judge (bidirectional entailment); no task uses an extractor."""
+        return stage == "judge" and any(s.metadata.get("task") == "vqa" for s in self.samples())
 
     def entailment(self, ctx: ScoringContext) -> Entailment:
-        """The VQA entailment judge, created on first use with the run's cache."""
-        if self._entailment is None:
-            if self.vqa_judge == "llm":
-                self._entailment = make_entailment(
-                    "llm",
-                    cache=ctx.cache,
-                    model=self.llm_model,
-                    base_url=self.llm_base_url,
-                    api_key=self._llm_api_key,
+        """The VQA entailment judge: the run's judge slot, else one given to the constructor."""
+        if ctx.judge is not None:
+            if not isinstance(ctx.judge, Entailment):
+                raise ValueError(
+                    f"judge {ctx.judge.name!r} judges claims against a scene graph; Reefknot's VQA answers "
+                    "need an entailment judge (nli or llm)"
                 )
-            else:
-                self._entailment = make_entailment(
-                    "nli",
-                    cache=ctx.cache,
-                    model=self.nli_model,
-                    device=self.nli_device,
-                    batch_size=self.nli_batch_size,
-                )
-        return self._entailment
+            return ctx.judge
+        if self._entailment is not None:
+            return self._entailment
+        raise ValueError("no VQA entailment judge was chosen (--judge nli|llm, or ScoringContext(judge=...))")
 
     @staticmethod
     def _set_mode_result(state: _ScoreState, mode: str, parsed: ParsedAnswer, correct: bool | None) -> None:
@@ -569,6 +552,7 @@ class Reefknot(Benchmark):
             reason = state.extras.get(f"{self.mode}_failure")
             if reason:
                 state.failure = str(reason)
+                state.failed_stage = "judge"
 
     async def score_many(
         self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
@@ -614,6 +598,7 @@ class Reefknot(Benchmark):
                     prompt=state.sample.prompt,
                     response=state.response.response if state.response else None,
                     failure=state.failure,
+                    failed_stage=state.failed_stage,
                     image_id=state.sample.image_id,
                     model=state.response.model if state.response else None,
                     metadata={

@@ -4,6 +4,11 @@ answer → claims (supplied with the response, or extracted) → one verdict per
 scene graph. Extractions and judgements are cached by content (component identity + exact input), so a
 re-run, a resumed run, or a second model giving the same answer costs nothing; results containing an
 ``unjudged`` verdict are not cached, so a judge that timed out is asked again next time.
+
+A stage :class:`~halluscope.stages.Failure` (the extractor or the judge could not answer for a sample, e.g.
+its endpoint is down) marks the record failed, with ``failed_stage`` saying which stage, so that the run
+counts it, a resumed run retries it, and the runner can fail a run whose stage failed too often. A claim the
+judge answered but could not be parsed is different: it stays ``unjudged`` in a finished record.
 """
 
 from __future__ import annotations
@@ -123,6 +128,7 @@ async def score_open_answers(
         for i, result in zip(to_extract, extracted, strict=True):
             if isinstance(result, Failure):
                 records[i].failure = f"extraction failed: {result.reason}"
+                records[i].failed_stage = "extractor"
             else:
                 claims_of[i] = list(dict.fromkeys(result))
                 records[i].claims_source = "extracted"
@@ -142,6 +148,9 @@ async def score_open_answers(
         judged = await _judge(items, ctx)
         for i, item, verdicts in zip(judge_indices, items, judged, strict=True):
             if isinstance(verdicts, Failure):
+                # Claims left unjudged by a stage failure: the record is failed, so it is retried.
+                records[i].failure = f"judge failed: {verdicts.reason}"
+                records[i].failed_stage = "judge"
                 verdicts = [Verdict.unjudged(f"judge failed: {verdicts.reason}")] * len(item.claims)
             records[i].claims = [
                 JudgedClaim.from_parts(claim, verdict)

@@ -8,8 +8,9 @@ of our own. The reply is read exactly as the official extractor reads it: everyt
 on is dropped, quoted triples are matched line by line, only triples of three non-empty parts are kept, and
 duplicates are removed keeping the first occurrence.
 
-A network or server failure gives a :class:`~halluscope.stages.Failure` for that answer only; an
-authentication failure stops the run, since every other answer would fail the same way.
+A network or server failure gives a :class:`~halluscope.stages.Failure` for that answer only (the record
+is failed and retried on the next run); an authentication failure or a bad request (unknown model, prompt
+too long) stops the run, since every other answer would fail the same way.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from halluscope.cache import Cache
-from halluscope.llm.client import LLMAuthError, LLMError, stage_client
+from halluscope.llm.client import FATAL_ERRORS, LLMError, stage_client
 from halluscope.options import check_options
 from halluscope.stages import Extractor, Failure
 from halluscope.types import Claim
@@ -104,12 +105,15 @@ def parse_triples(reply: str) -> list[Claim]:
     return claims
 
 
-_OPTIONS = ("model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_tokens", "cache")
+_OPTIONS = (
+    "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "max_tokens", "cache"
+)  # fmt: skip
 
 
 class LLMExtractor(Extractor):
     """Answer → triples with an LLM, Tri-HE style. Options: ``model``, ``base_url``, ``api_key_env``,
-    ``concurrency``, ``timeout_s``, ``max_tokens`` (per answer), ``cache`` (chat results cached by content).
+    ``concurrency``, ``timeout_s``, ``max_retries``, ``max_tokens`` (per answer), ``cache`` (chat results
+    cached by content).
     """
 
     name = "llm"
@@ -122,6 +126,7 @@ class LLMExtractor(Extractor):
         api_key_env: str | None = None,
         concurrency: int = 4,
         timeout_s: float = 120.0,
+        max_retries: int = 4,
         max_tokens: int = 512,
         cache: Cache | None = None,
         **unknown: Any,
@@ -136,6 +141,7 @@ class LLMExtractor(Extractor):
             api_key_env=api_key_env,
             concurrency=concurrency,
             timeout_s=timeout_s,
+            max_retries=max_retries,
             cache=cache,
         )
         self.max_tokens = max_tokens
@@ -168,7 +174,7 @@ class LLMExtractor(Extractor):
         async def one(text: str) -> list[Claim] | Failure:
             try:
                 return await self.extract(text)
-            except LLMAuthError:
+            except FATAL_ERRORS:
                 raise
             except LLMError as error:
                 return Failure(f"llm extraction failed: {error}")
@@ -176,7 +182,7 @@ class LLMExtractor(Extractor):
         results = await asyncio.gather(*(one(t) for t in texts), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
-                raise result  # an auth failure (every answer would fail alike) or a bug: stop loudly
+                raise result  # an auth failure or bad request (every answer would fail alike) or a bug
         return [r for r in results if not isinstance(r, BaseException)]
 
     async def aclose(self) -> None:

@@ -13,7 +13,7 @@ def list_components() -> None:
 
     from halluscope.benchmarks import BENCHMARKS
     from halluscope.claims import EXTRACTORS
-    from halluscope.judges import JUDGES
+    from halluscope.judges import ENTAILMENT_JUDGES, JUDGES
     from halluscope.models import MODELS
 
     table = Table(title="halluscope components")
@@ -24,6 +24,7 @@ def list_components() -> None:
         ("benchmark", BENCHMARKS),
         ("extractor", EXTRACTORS),
         ("judge", JUDGES),
+        ("judge (reefknot vqa)", ENTAILMENT_JUDGES),
         ("model", MODELS),
     ):
         for name in registry.names():

@@ -12,12 +12,12 @@ from halluscope.cli.common import console, fail, interactive, open_cache, parse_
 
 def respond(
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark name.")],
-    model: Annotated[
-        str,
+    models: Annotated[
+        list[str],
         typer.Option(
             "--model",
             "-m",
-            help="Model spec: [mitigation:]provider/name[?key=value&...] (see `halluscope models`).",
+            help="Model spec: [mitigation:]provider/name[?key=value&...] (see `halluscope models`); one per run.",
         ),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; re-run to resume).")],
@@ -67,6 +67,13 @@ def respond(
     from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPONSES_FILE, RespondError, collect_responses
 
     err = console(stderr=True)
+    if len(models) != 1:
+        # One OUT holds one model's answers; silently keeping the last --model would answer with it alone.
+        fail(
+            f"respond collects one model's answers per --out, got --model {' --model '.join(models)}; "
+            "run it once per model, each with its own --out"
+        )
+    model = models[0]
     bench_options = parse_options(bench_opt, "--bench-opt")
     if limit is not None:
         bench_options["limit"] = limit

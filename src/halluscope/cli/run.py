@@ -28,20 +28,26 @@ def run(
         str | None, typer.Option(help="Field holding the answers in an official-layout file.")
     ] = None,
     model: Annotated[
-        str | None,
-        typer.Option("--model", "-m", help="Collect answers from this model first (provider/name)."),
+        list[str] | None,
+        typer.Option("--model", "-m", help="Collect answers from this model first (provider/name; one)."),
     ] = None,
     model_opt: Annotated[list[str] | None, typer.Option(help="Model option key=value (repeatable).")] = None,
-    max_tokens: Annotated[int, typer.Option(help="With --model: longest answer, in tokens.")] = 512,
-    concurrency: Annotated[int, typer.Option(help="With --model: requests in flight at once.")] = 4,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="With --model: longest answer, in tokens [default: 512].")
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help="With --model: requests in flight at once [default: 4].")
+    ] = None,
     extractor: Annotated[str | None, typer.Option(help="Claim extractor: rules | llm.")] = None,
     extractor_model: Annotated[str | None, typer.Option(help="LLM for the llm extractor.")] = None,
     extractor_opt: Annotated[list[str] | None, typer.Option(help="Extractor option key=value.")] = None,
     judge: Annotated[
-        str | None, typer.Option(help="Judge: similarity | typed | llm (benchmark default).")
+        str | None,
+        typer.Option(help="Judge: similarity | typed | llm; Reefknot VQA: nli | llm (benchmark default)."),
     ] = None,
     judge_model: Annotated[
-        str | None, typer.Option(help="Embedding model (similarity, typed) or LLM (llm) for the judge.")
+        str | None,
+        typer.Option(help="Embedding model (similarity, typed), NLI model (nli) or LLM (llm) for the judge."),
     ] = None,
     judge_opt: Annotated[list[str] | None, typer.Option(help="Judge option key=value (repeatable).")] = None,
     base_url: Annotated[
@@ -61,24 +67,53 @@ def run(
     ] = False,
     # runs.runner.DEFAULT_CHUNK_SIZE, written out so that `--help` need not import the runner.
     chunk_size: Annotated[int, typer.Option(help="Samples scored per batch (and per durable write).")] = 256,
+    # runs.runner.DEFAULT_MAX_FAILURE_SHARE, written out for the same reason.
+    max_failure_share: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Exit 1 when the extractor or judge failed on more than this share of samples (or all).",
+        ),
+    ] = 0.1,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Score answers on a benchmark: extract claims, judge them, and write spec, samples and metrics."""
     from halluscope.benchmarks import BENCHMARKS, ScoringContext
     from halluscope.claims import EXTRACTORS
-    from halluscope.judges import JUDGES
+    from halluscope.judges import ENTAILMENT_JUDGES, JUDGES
     from halluscope.registry import UnknownComponentError
     from halluscope.report.table import metrics_table
     from halluscope.responses import ResponsesError
-    from halluscope.runs.runner import run_benchmark
+    from halluscope.runs.runner import StageFailureError, run_benchmark
     from halluscope.runs.store import RunDirError
 
     out_console = console()
     err_console = console(stderr=True)
-    if (responses is None) == (model is None):
+    if (responses is None) == (not model):
         fail("give exactly one of --responses FILE (answers you have) or --model SPEC (collect answers now)")
     if only_answered and responses is None:
         fail("--only-answered goes with --responses FILE")
+    if model and len(model) > 1:
+        fail(
+            f"run scores one model at a time, got --model {' --model '.join(model)}; run once per model, "
+            "each with its own --out, then compare them with `halluscope report`"
+        )
+    # Options that only act on the path not taken would be accepted and change nothing: refuse them.
+    idle = [
+        flag
+        for flag, given, used in (
+            ("--responses-key", responses_key is not None, responses is not None),
+            ("--strict", strict, responses is not None),
+            ("--model-opt", bool(model_opt), bool(model)),
+            ("--max-tokens", max_tokens is not None, bool(model)),
+            ("--concurrency", concurrency is not None, bool(model)),
+        )
+        if given and not used
+    ]
+    if idle:
+        verb, pronoun = ("apply", "them") if len(idle) > 1 else ("applies", "it")
+        fail(f"{', '.join(idle)} only {verb} with {'--responses' if model else '--model'}; leave {pronoun} out")
 
     bench_options = parse_options(bench_opt, "--bench-opt")
     if limit is not None:
@@ -88,6 +123,30 @@ def run(
     except (UnknownComponentError, ValueError, OSError) as error:
         fail(str(error))
     store = open_cache(cache, no_cache)
+
+    stage_choices = {
+        "extractor": (extractor, extractor_model, extractor_opt, bench.default_extractor),
+        "judge": (judge, judge_model, judge_opt, bench.default_judge),
+    }
+    llm_stage = False
+    for stage, (chosen_name, stage_model, stage_opts, default_name) in stage_choices.items():
+        if bench.uses_stage(stage):
+            llm_stage = llm_stage or (chosen_name or default_name) == "llm"
+            continue
+        given = [
+            flag
+            for flag, value in (
+                (f"--{stage}", chosen_name), (f"--{stage}-model", stage_model), (f"--{stage}-opt", stage_opts)
+            )
+            if value
+        ]  # fmt: skip
+        if given:
+            fail(
+                f"{', '.join(given)}: the {bench.name} benchmark uses no {stage} for the selected samples "
+                f"(see `halluscope list`), so this would change nothing; leave it out"
+            )
+    if base_url and not llm_stage:
+        fail("--base-url is the endpoint of the llm extractor or judge, and neither is used in this run")
 
     def component(
         registry: Any,
@@ -141,13 +200,14 @@ def run(
 
         model_options = parse_options(model_opt, "--model-opt")
         try:
-            model_obj = create_model(str(model), cache=store, **model_options)
+            model_obj = create_model((model or [""])[0], cache=store, **model_options)
         except (UnknownComponentError, ValueError, TypeError) as error:
             fail(f"model {model!r}: {error}")
         async def collect() -> dict[str, Any]:
             try:
                 return await collect_responses(
-                    bench, model_obj, out, limit=limit, concurrency=concurrency, max_tokens=max_tokens,
+                    bench, model_obj, out, limit=limit, concurrency=concurrency or 4,
+                    max_tokens=max_tokens or 512,
                     show_progress=not quiet and interactive(),
                 )
             finally:
@@ -171,12 +231,17 @@ def run(
             "and left out of the rates.[/yellow]"
         )
 
+    judges = ENTAILMENT_JUDGES if bench.judge_kind == "entailment" else JUDGES
     ctx = ScoringContext(
         cache=store,
         extractor=component(
             EXTRACTORS, extractor, bench.default_extractor, extractor_model, extractor_opt, "--extractor-opt"
-        ),
-        judge=component(JUDGES, judge, bench.default_judge, judge_model, judge_opt, "--judge-opt"),
+        )
+        if bench.uses_stage("extractor")
+        else None,
+        judge=component(judges, judge, bench.default_judge, judge_model, judge_opt, "--judge-opt")
+        if bench.uses_stage("judge")
+        else None,
     )
     from halluscope.llm.client import LLMError
 
@@ -190,13 +255,39 @@ def run(
             chunk_size=chunk_size,
             show_progress=not quiet and interactive(),
             overwrite=overwrite,
+            max_failure_share=max_failure_share,
         )
     except RunDirError as error:
         fail(str(error))
     except LLMError as error:  # auth and bad-request failures stop the run: every item would fail alike
         fail(f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)")
+    except StageFailureError as error:
+        warn_corrupt(err_console, error.report)
+        out_console.print(metrics_table(error.report.metrics, error.report.counts, title=f"{bench.name} — {out}"))
+        fail(
+            f"{error} — the metrics above rest on the samples that were scored. Fix the cause and re-run "
+            "the same command: the failed samples are retried, the rest are kept.",
+            code=1,
+        )
+    warn_corrupt(err_console, report)
     out_console.print(metrics_table(report.metrics, report.counts, title=f"{bench.name} — {out}"))
     out_console.print(f"run directory: {out}")
+
+
+def warn_corrupt(err_console: Any, report: Any) -> None:
+    """Say which lines of the run log could not be read (their samples were redone)."""
+    corrupt = report.details.get("corrupt_log_lines") or []
+    if not corrupt:
+        return
+    err_console.print(
+        f"[yellow]{len(corrupt)} corrupt line(s) in samples.jsonl could not be read; "
+        "their samples were scored again:[/yellow]"
+    )
+    for entry in corrupt[:10]:
+        which = f" (sample {entry['id']})" if entry.get("id") else ""
+        err_console.print(f"  [yellow]•[/yellow] line {entry['line']}{which}: {entry['problem']}")
+    if len(corrupt) > 10:
+        err_console.print(f"  … and {len(corrupt) - 10} more")
 
 
 def register(app: typer.Typer) -> None:

@@ -17,4 +17,17 @@ JUDGES: Registry[Judge] = Registry(
     },
 )
 
-__all__ = ["JUDGES"]
+#: Judges of benchmarks that score by bidirectional entailment (Reefknot's VQA task; ``judge_kind``).
+ENTAILMENT_JUDGES: Registry[Judge] = Registry(
+    "entailment judge",
+    {
+        "nli": "halluscope.judges.entailment:NLIEntailment.from_options",
+        "llm": "halluscope.judges.entailment:LLMEntailment.from_options",
+    },
+    {
+        "nli": "a transformers NLI model (default microsoft/deberta-large-mnli; --judge-model NAME or folder)",
+        "llm": "entailment asked of an LLM over any OpenAI-compatible endpoint",
+    },
+)
+
+__all__ = ["ENTAILMENT_JUDGES", "JUDGES"]

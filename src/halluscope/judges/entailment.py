@@ -15,6 +15,11 @@ Two judges implement the same interface:
 :class:`FunctionEntailment` wraps a plain function, for tests and for timing runs with the judge stubbed out.
 Every judge returns, per pair, ``True``, ``False`` or a :class:`~halluscope.stages.Failure` — an entailment
 that could not be decided is never guessed.
+
+They are the judges of benchmarks that score by entailment (Reefknot's VQA task): registered in
+:data:`halluscope.judges.ENTAILMENT_JUDGES` and chosen through the same judge slot as every other judge
+(``halluscope run -b reefknot --judge nli|llm --judge-model NAME``), so ``spec.json``'s ``judge`` names the
+one that ran. An entailment judge cannot judge claims against a scene graph, and says so.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.cache import Cache, content_key
-from halluscope.stages import Failure
+from halluscope.options import check_options
+from halluscope.stages import Failure, Judge, JudgeItem
+from halluscope.types import Verdict as ClaimVerdict
 
 __all__ = [
     "DEFAULT_NLI_MODEL",
@@ -65,14 +72,25 @@ def combine_directions(forward: Verdict, backward: Verdict) -> Verdict:
     return True
 
 
-class Entailment(ABC):
-    """Decides, for (premise, hypothesis) pairs, whether the premise entails the hypothesis."""
+class Entailment(Judge, ABC):
+    """Decides, for (premise, hypothesis) pairs, whether the premise entails the hypothesis.
+
+    A :class:`~halluscope.stages.Judge`, so that it fills a run's judge slot; the benchmarks that take it
+    (``judge_kind = "entailment"``) call :meth:`bidirectional_many`, never :meth:`judge_many`.
+    """
 
     name: ClassVar[str]
 
     def identity(self) -> dict[str, Any]:
         """What determines the verdicts; goes into ``spec.json`` and cache keys."""
-        return {"entailment": self.name}
+        return {"judge": self.name, "entailment": True}
+
+    async def judge_many(self, items: Sequence[JudgeItem]) -> list[list[ClaimVerdict] | Failure]:
+        reason = (
+            f"the entailment judge {self.name!r} compares two statements; it cannot judge claims against a "
+            "scene graph (choose a claim judge: similarity, typed or llm)"
+        )
+        return [Failure(reason) for _ in items]
 
     @abstractmethod
     async def entails_many(self, pairs: Sequence[tuple[str, str]], *, paper: bool = False) -> list[Verdict]:
@@ -87,7 +105,7 @@ class Entailment(ABC):
         n = len(pairs)
         return [combine_directions(both[i], both[n + i]) for i in range(n)]
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook
+    async def aclose(self) -> None:
         """Release models or clients."""
 
 
@@ -102,7 +120,7 @@ class FunctionEntailment(Entailment):
         self.calls = 0
 
     def identity(self) -> dict[str, Any]:
-        return {"entailment": self.name, "function": self.label}
+        return {"judge": self.name, "entailment": True, "function": self.label}
 
     async def entails_many(self, pairs: Sequence[tuple[str, str]], *, paper: bool = False) -> list[Verdict]:
         out: list[Verdict] = []
@@ -166,13 +184,41 @@ class NLIEntailment(Entailment):
         self._device = "cpu"
         self._lock = threading.Lock()  # one model, one batch at a time (worker threads)
 
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        model: str | Path | None = None,
+        device: str | None = None,
+        batch_size: int = 16,
+        max_length: int = 256,
+        entailment_index: int | None = None,
+        cache: Cache | None = None,
+        **unknown: Any,
+    ) -> NLIEntailment:
+        """Registry factory (``--judge nli --judge-model NAME --judge-opt device=cuda``)."""
+        check_options("judge 'nli'", unknown, ("model", "device", "batch_size", "max_length", "entailment_index"))
+        return cls(
+            model or DEFAULT_NLI_MODEL,
+            device=device,
+            batch_size=int(batch_size),
+            max_length=int(max_length),
+            entailment_index=None if entailment_index is None else int(entailment_index),
+            cache=cache,
+        )
+
     def identity(self) -> dict[str, Any]:
-        return {"entailment": self.name, "model": self.model_name, "entailment_index": self._explicit_index}
+        return {
+            "judge": self.name,
+            "entailment": True,
+            "model": self.model_name,
+            "entailment_index": self._explicit_index,
+        }
 
     def _cannot_load(self, error: Exception) -> EntailmentModelError:
         return EntailmentModelError(
             f"cannot load the NLI model {self.model_name!r}: {error}. Give a local folder with "
-            "--bench-opt nli_model=PATH, or use the LLM judge (--bench-opt vqa_judge=llm)."
+            "--judge-model PATH, or use the LLM judge (--judge llm --judge-model NAME --base-url URL)."
         )
 
     @property
@@ -333,7 +379,7 @@ class LLMEntailment(Entailment):
     ) -> None:
         if client is None:
             if not model:
-                raise ValueError("the LLM entailment judge needs a model (--bench-opt llm_model=NAME)")
+                raise ValueError("the LLM entailment judge needs a model (--judge-model NAME)")
             from halluscope.llm.client import ChatClient
 
             client = ChatClient(model, base_url, api_key, concurrency=concurrency, cache=cache)
@@ -341,20 +387,59 @@ class LLMEntailment(Entailment):
         self.model = model or getattr(client, "model", "unknown")
         self.max_tokens = max_tokens
 
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        concurrency: int = 4,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        max_tokens: int = 32,
+        cache: Cache | None = None,
+        **unknown: Any,
+    ) -> LLMEntailment:
+        """Registry factory, with the options of every LLM stage (docs/llm.md); the model, when not named, is
+        the one the endpoint serves."""
+        from halluscope.llm.client import stage_client
+
+        check_options(
+            "judge 'llm' (entailment)",
+            unknown,
+            ("model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "max_tokens"),
+        )
+        client = stage_client(
+            "judge 'llm' (entailment)",
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            concurrency=int(concurrency),
+            timeout_s=float(timeout_s),
+            max_retries=int(max_retries),
+            cache=cache,
+        )
+        return cls(client=client, max_tokens=int(max_tokens))
+
     def identity(self) -> dict[str, Any]:
         base = getattr(self.client, "identity", None)
         client_id = base() if callable(base) else {"model": self.model}
-        return {"entailment": self.name, **client_id}
+        return {"judge": self.name, "entailment": True, **client_id, "max_tokens": self.max_tokens}
 
     async def _one(self, premise: str, hypothesis: str) -> Verdict:
         messages = [
             {"role": "system", "content": ENTAILMENT_SYSTEM},
             {"role": "user", "content": ENTAILMENT_PROMPT.format(premise=premise, hypothesis=hypothesis)},
         ]
+        from halluscope.llm.client import FATAL_ERRORS
+
         try:
             result = await self.client.chat(
                 messages, temperature=0.0, max_tokens=self.max_tokens, json_mode=True
             )
+        except FATAL_ERRORS:
+            raise  # a wrong key, an unknown model, a prompt too long: every pair would fail alike
         except Exception as error:  # LLMError and transport errors: this pair stays undecided
             return Failure(f"LLM entailment call failed: {type(error).__name__}: {error}")
         value = parse_entailment_reply(result.text)

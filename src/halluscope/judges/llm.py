@@ -17,9 +17,11 @@ Two modes:
   ``{"verdicts": [{"index", "supported", "unsupported_part", "reason"}]}`` — several times fewer calls and
   tokens, at the price of a small departure from the paper's protocol.
 
-Replies are parsed strictly. Anything that is not one of the fixed phrases or well-formed JSON, and any call
-that fails, gives ``unjudged`` with the reason — never a guessed verdict. An authentication failure stops
-the run instead, since every other call would fail the same way.
+Replies are parsed strictly. Anything that is not one of the fixed phrases or well-formed JSON gives
+``unjudged`` with the reason — never a guessed verdict. A call that fails after its retries (endpoint down,
+timeouts) fails the whole answer: a :class:`~halluscope.stages.Failure`, so the record is marked failed and
+retried on the next run (calls that did succeed are cached). An authentication failure or a bad request
+(unknown model, prompt too long) stops the run instead, since every other call would fail the same way.
 
 ``evidence`` lists the reference triplets that mention a content word of the claim's subject or object: the
 facts a reader should look at to check the verdict. The judge itself saw all reference triplets and objects.
@@ -35,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from halluscope.cache import Cache
-from halluscope.llm.client import LLMAuthError, LLMError, stage_client
+from halluscope.llm.client import FATAL_ERRORS, LLMError, stage_client
 from halluscope.options import check_options
 from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
@@ -93,7 +95,8 @@ PROMPT_VERSION = hashlib.sha256(
 
 MODES = ("per-claim", "batched")
 _OPTIONS = (
-    "model", "base_url", "api_key_env", "concurrency", "timeout_s", "mode", "max_tokens", "json_mode", "cache"
+    "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "mode", "max_tokens",
+    "json_mode", "cache",
 )  # fmt: skip
 
 #: Default reply budgets: the per-claim answer is two short lines; a batched answer grows with the claims.
@@ -269,6 +272,7 @@ def evidence_for(claim: Claim, references: Sequence[str]) -> list[str]:
 
 class LLMJudge(Judge):
     """Tri-HE's LLM judge. Options: ``model``, ``base_url``, ``api_key_env``, ``concurrency``, ``timeout_s``,
+    ``max_retries`` (after the first attempt),
     ``mode`` ("per-claim" or "batched"), ``max_tokens`` (per call; default depends on the mode),
     ``json_mode`` (batched: ask for a JSON object; default true), ``cache``.
     """
@@ -283,6 +287,7 @@ class LLMJudge(Judge):
         api_key_env: str | None = None,
         concurrency: int = 4,
         timeout_s: float = 120.0,
+        max_retries: int = 4,
         mode: str = "per-claim",
         max_tokens: int | None = None,
         json_mode: bool = True,
@@ -306,6 +311,7 @@ class LLMJudge(Judge):
             api_key_env=api_key_env,
             concurrency=concurrency,
             timeout_s=timeout_s,
+            max_retries=max_retries,
             cache=cache,
         )
 
@@ -333,45 +339,34 @@ class LLMJudge(Judge):
     # -- judging -----------------------------------------------------------------------------------
 
     async def _judge_claim(self, scene: SceneGraph, claim: Claim) -> Verdict:
-        try:
-            result = await self.client.chat(
-                self.per_claim_messages(scene, claim),
-                temperature=0.0,
-                max_tokens=self.max_tokens or PER_CLAIM_MAX_TOKENS,
-            )
-        except LLMAuthError:
-            raise
-        except LLMError as error:
-            return Verdict.unjudged(f"judge call failed: {error}")
+        """One claim's verdict; raises :class:`LLMError` when the call fails."""
+        result = await self.client.chat(
+            self.per_claim_messages(scene, claim),
+            temperature=0.0,
+            max_tokens=self.max_tokens or PER_CLAIM_MAX_TOKENS,
+        )
         return parse_per_claim_reply(result.text)
 
     async def _judge_batch(self, scene: SceneGraph, claims: Sequence[Claim]) -> list[Verdict]:
+        """All claims' verdicts in one call; raises :class:`LLMError` when the call fails."""
         budget = self.max_tokens or BATCHED_BASE_TOKENS + BATCHED_TOKENS_PER_CLAIM * len(claims)
-        try:
-            result = await self.client.chat(
-                self.batched_messages(scene, claims),
-                temperature=0.0,
-                max_tokens=budget,
-                json_mode=self.json_mode,
-            )
-        except LLMAuthError:
-            raise
-        except LLMError as error:
-            return [Verdict.unjudged(f"judge call failed: {error}") for _ in claims]
+        result = await self.client.chat(
+            self.batched_messages(scene, claims),
+            temperature=0.0,
+            max_tokens=budget,
+            json_mode=self.json_mode,
+        )
         return parse_batched_reply(result.text, len(claims))
 
-    async def judge_item(self, item: JudgeItem) -> list[Verdict]:
-        """Verdicts for one answer's claims, in order."""
-        if not item.claims:
-            return []
+    async def judge_item(self, item: JudgeItem) -> list[Verdict] | Failure:
+        """Verdicts for one answer's claims, in order; a Failure when a judge call failed."""
+        try:
+            verdicts = await self._verdicts(item)
+        except FATAL_ERRORS:
+            raise
+        except LLMError as error:
+            return Failure(f"judge call failed: {error}")
         references = reference_lines(item.scene)
-        if not references and not item.scene.object_names:
-            reason = f"image {item.scene.image_id!r} has no reference triplets or objects to judge against"
-            return [Verdict.unjudged(reason) for _ in item.claims]
-        if self.mode == "batched":
-            verdicts = await self._judge_batch(item.scene, item.claims)
-        else:
-            verdicts = list(await asyncio.gather(*(self._judge_claim(item.scene, c) for c in item.claims)))
         return [
             v.model_copy(update={"evidence": [reference_text(item.scene, r) for r in evidence_for(c, references)]})
             if v.label != VerdictLabel.UNJUDGED
@@ -379,11 +374,32 @@ class LLMJudge(Judge):
             for c, v in zip(item.claims, verdicts, strict=True)
         ]
 
+    async def _verdicts(self, item: JudgeItem) -> list[Verdict]:
+        if not item.claims:
+            return []
+        references = reference_lines(item.scene)
+        if not references and not item.scene.object_names:
+            reason = f"image {item.scene.image_id!r} has no reference triplets or objects to judge against"
+            return [Verdict.unjudged(reason) for _ in item.claims]
+        if self.mode == "batched":
+            return await self._judge_batch(item.scene, item.claims)
+        # Every call runs to the end (successes are cached for the retry); a fatal error wins over others.
+        results = await asyncio.gather(
+            *(self._judge_claim(item.scene, c) for c in item.claims), return_exceptions=True
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        for error in errors:
+            if isinstance(error, FATAL_ERRORS) or not isinstance(error, LLMError):
+                raise error
+        if errors:
+            raise errors[-1]
+        return [r for r in results if not isinstance(r, BaseException)]
+
     async def judge_many(self, items: Sequence[JudgeItem]) -> list[list[Verdict] | Failure]:
         results = await asyncio.gather(*(self.judge_item(item) for item in items), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
-                raise result  # an auth failure (every call would fail alike) or a bug: stop loudly
+                raise result  # an auth failure or bad request (every call would fail alike) or a bug: stop
         return [r for r in results if not isinstance(r, BaseException)]
 
     async def aclose(self) -> None:

@@ -36,6 +36,7 @@ from halluscope.options import check_options
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "FATAL_ERRORS",
     "ChatClient",
     "ChatResult",
     "LLMAuthError",
@@ -51,6 +52,7 @@ __all__ = [
     "check_options",
     "resolve_api_key",
     "resolve_base_url",
+    "served_model",
     "stage_client",
 ]
 
@@ -146,6 +148,9 @@ class LLMResponseError(LLMError):
 
 
 _RETRYABLE = (LLMTimeoutError, LLMConnectionError, LLMRateLimitError, LLMServerError)
+#: Errors that stop a run instead of failing one item: the same request, or any other, would fail alike
+#: (a wrong key, an unknown model name, a prompt longer than the model's context).
+FATAL_ERRORS: tuple[type[LLMError], ...] = (LLMAuthError, LLMBadRequestError)
 
 
 # -- configuration ---------------------------------------------------------------------------------------
@@ -541,9 +546,39 @@ def _parse_logprobs(raw: Any) -> list[TokenLogprob] | None:
 
 # -- helpers for the LLM-backed stages -------------------------------------------------------------------
 
-#: The model LLM stages use when none is named: ``$HALLUSCOPE_LLM_MODEL``, else this.
-DEFAULT_STAGE_MODEL = "gpt-4o-mini"
+#: Where LLM stages read a model name when none is given as an option.
 STAGE_MODEL_ENV = "HALLUSCOPE_LLM_MODEL"
+
+
+def served_model(base_url: str | None = None, api_key: str | None = None, *, timeout_s: float = 10.0) -> str:
+    """The one model an endpoint serves, as its ``/models`` route reports it.
+
+    A stage that was given no model name records and sends this name, never a default of our own: a local
+    server (llama.cpp, vLLM, Ollama) answers with whatever it loaded, whatever name a request carries, so a
+    name we made up would end up in ``spec.json`` and in cache keys while a different model answered.
+    Raises ``ValueError`` when the endpoint cannot be asked or serves no single model (OpenAI lists many).
+    """
+    url = f"{resolve_base_url(base_url)}/models"
+    headers = {}
+    key = resolve_api_key(api_key)
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    hint = f"name the model (an option `model`, --judge-model / --extractor-model, or ${STAGE_MODEL_ENV})"
+    try:
+        response = httpx.get(url, headers=headers, timeout=timeout_s)
+        response.raise_for_status()
+        body = response.json()
+    except (httpx.HTTPError, ValueError) as error:
+        detail = str(error).replace(key, "<api key>") if key else str(error)
+        raise ValueError(
+            f"no model named, and {url} could not say which model it serves ({detail}); {hint}"
+        ) from None
+    entries = body.get("data") if isinstance(body, dict) else None
+    ids = [str(e["id"]) for e in entries or [] if isinstance(e, dict) and e.get("id")]
+    if len(ids) != 1:
+        listed = ", ".join(ids[:5]) + (", …" if len(ids) > 5 else "") if ids else "none"
+        raise ValueError(f"no model named, and {url} serves {len(ids)} models ({listed}); {hint}")
+    return ids[0]
 
 
 def stage_client(
@@ -555,22 +590,32 @@ def stage_client(
     concurrency: int,
     timeout_s: float,
     cache: Cache | None,
+    max_retries: int = 4,
 ) -> ChatClient:
     """The :class:`ChatClient` of an LLM-backed stage, from the stage's options.
 
     ``api_key_env`` names the environment variable that holds the key (e.g. ``TOGETHER_API_KEY``), so that a
-    key never has to appear in a command line or a saved run spec; it must be set when given.
+    key never has to appear in a command line or a saved run spec; it must be set when given. The model is
+    the ``model`` option, else ``$HALLUSCOPE_LLM_MODEL``, else the one model the endpoint reports serving
+    (:func:`served_model`); never a made-up default.
     """
     api_key: str | None = None
     if api_key_env:
         api_key = os.environ.get(api_key_env)
         if not api_key:
             raise ValueError(f"{component}: api_key_env={api_key_env!r}, but that variable is not set")
+    name = model or os.environ.get(STAGE_MODEL_ENV)
+    if not name:
+        try:
+            name = served_model(base_url, api_key)
+        except ValueError as error:
+            raise ValueError(f"{component}: {error}") from None
     return ChatClient(
-        model or os.environ.get(STAGE_MODEL_ENV) or DEFAULT_STAGE_MODEL,
+        name,
         base_url,
         api_key,
         concurrency=concurrency,
         timeout_s=timeout_s,
+        max_retries=max_retries,
         cache=cache,
     )

@@ -3,6 +3,15 @@
 Re-running the same command continues where the last run stopped: records already in ``samples.jsonl``
 are kept, unless they failed (missing response, extractor or judge error) or their response text changed,
 in which case they are redone. A run with nothing left to do only recomputes ``metrics.json``.
+
+Nothing fails silently (docs/failures.md):
+
+- a line of ``samples.jsonl`` that cannot be read is counted (``counts["corrupt_log_lines"]``, listed in
+  ``details``) and its sample redone, never left out of the metrics without a word;
+- a stage failure (the extractor or judge gave a :class:`~halluscope.stages.Failure` for a sample) marks
+  the record failed, so the next run retries it; when stage failures exceed ``max_failure_share`` of the
+  samples that reached the stages, or hit every one of them, :class:`StageFailureError` is raised after
+  ``metrics.json`` is written, naming the stage, the share and the last error.
 """
 
 from __future__ import annotations
@@ -24,9 +33,44 @@ from halluscope.runs.store import (
     read_records,
     read_spec,
     rewrite_records,
+    scan_records,
 )
 from halluscope.stages import Benchmark, ScoringContext
 from halluscope.types import MetricsReport, Response, SampleRecord
+
+#: The default largest share of samples (that reached the extractor or judge) a stage may fail on before
+#: the run counts as failed. A few failures are worth a retry on the next run; more mean a broken stage.
+DEFAULT_MAX_FAILURE_SHARE = 0.1
+
+
+class StageFailureError(RuntimeError):
+    """A stage failed on too many samples; ``metrics.json`` was written but rests on too few of them."""
+
+    def __init__(self, message: str, report: MetricsReport, stage: str, failed: int, reached: int) -> None:
+        super().__init__(message)
+        self.report = report
+        self.stage = stage
+        self.failed = failed
+        self.reached = reached
+
+
+def check_stage_failures(records: list[SampleRecord], max_share: float) -> tuple[str, int, int, str] | None:
+    """The worst failing stage as (stage, failed, reached, last error) when it is over the limit, else None.
+
+    "Reached" counts the samples that got to the stages at all: a sample failed by missing data (no
+    response, no scene graph) is a problem of the inputs, reported as such, not a stage failure.
+    """
+    reached = [r for r in records if r.failure is None or r.failed_stage is not None]
+    if not reached:
+        return None
+    worst: tuple[str, int, int, str] | None = None
+    for stage in dict.fromkeys(r.failed_stage for r in reached if r.failed_stage is not None):
+        failed = [r for r in reached if r.failed_stage == stage]
+        over = len(failed) == len(reached) or len(failed) > max_share * len(reached)
+        if over and (worst is None or len(failed) > worst[1]):
+            worst = (stage, len(failed), len(reached), str(failed[-1].failure))
+    return worst
+
 
 #: Spec fields that must match for a run directory to be resumed rather than refused.
 IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model")
@@ -78,8 +122,15 @@ async def run_benchmark_async(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: ProgressSink | None = None,
     overwrite: bool = False,
+    max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
 ) -> MetricsReport:
-    """Score every sample of ``benchmark`` into ``out_dir``; see the module docstring for resuming."""
+    """Score every sample of ``benchmark`` into ``out_dir``; see the module docstring for resuming.
+
+    Raises :class:`StageFailureError` (after writing ``metrics.json``) when a stage failed on every sample
+    that reached it or on more than ``max_failure_share`` of them.
+    """
+    if not 0.0 <= max_failure_share <= 1.0:
+        raise ValueError(f"max_failure_share must be between 0 and 1, got {max_failure_share}")
     progress = progress or NullProgress()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -94,7 +145,8 @@ async def run_benchmark_async(
 
     samples = list(benchmark.samples())
     wanted = {s.id for s in samples}
-    kept = [r for r in read_records(out_dir) if r.id in wanted and _is_done(r, responses)]
+    scan = scan_records(out_dir)
+    kept = [r for r in scan.records if r.id in wanted and _is_done(r, responses)]
     rewrite_records(out_dir, kept)
     done = {r.id for r in kept}
     pending = [s for s in samples if s.id not in done]
@@ -110,8 +162,26 @@ async def run_benchmark_async(
     finally:
         writer.close()
 
-    report = benchmark.metrics(read_records(out_dir))
+    records = read_records(out_dir)
+    report = benchmark.metrics(records)
+    report.counts["corrupt_log_lines"] = len(scan.corrupt)
+    if scan.corrupt:
+        report.details["corrupt_log_lines"] = [
+            {"line": c.number, "id": c.id, "problem": c.problem} for c in scan.corrupt
+        ]
+    report.counts["stage_failures"] = sum(1 for r in records if r.failed_stage is not None)
     write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
+    over = check_stage_failures(records, max_failure_share)
+    if over is not None:
+        stage, failed, reached, last = over
+        raise StageFailureError(
+            f"the {stage} failed on {failed} of {reached} samples ({100 * failed / reached:.0f}%, more than "
+            f"the allowed {100 * max_failure_share:g}%); last error: {last}",
+            report,
+            stage,
+            failed,
+            reached,
+        )
     return report
 
 
@@ -125,6 +195,7 @@ def run_benchmark(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     show_progress: bool = True,
     overwrite: bool = False,
+    max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
 ) -> MetricsReport:
     """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked."""
     progress = make_progress(show_progress)
@@ -139,6 +210,7 @@ def run_benchmark(
                 chunk_size=chunk_size,
                 progress=progress,
                 overwrite=overwrite,
+                max_failure_share=max_failure_share,
             )
         )
     finally:

@@ -2,7 +2,10 @@
 samples finish) and ``metrics.json``. Other tools rely on this layout; see docs/run-directory.md.
 
 Appends are flushed and fsynced per chunk, so a crash loses at most the chunk in flight; a torn last
-line (the process died mid-write) is dropped when the log is read back, and the next run redoes it.
+line (the process died mid-write) is dropped when the log is read back, and the next run redoes it. Any
+other line that cannot be read (bad JSON, not a sample record) is *corrupt*: :func:`scan_records` lists it
+by line number, the runner reports it (terminal and ``counts["corrupt_log_lines"]``) and redoes its sample,
+instead of computing metrics without it.
 """
 
 from __future__ import annotations
@@ -10,9 +13,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from halluscope.jsonio import iter_jsonl
 from halluscope.types import MetricsReport, SampleRecord
 
 SPEC_FILE = "spec.json"
@@ -39,24 +46,69 @@ def read_metrics(run_dir: Path) -> MetricsReport:
     return MetricsReport.model_validate_json(path.read_text(encoding="utf-8"))
 
 
-def read_records(run_dir: Path) -> list[SampleRecord]:
-    """Every complete record, first occurrence of each id wins; a torn trailing line is ignored."""
+@dataclass(frozen=True)
+class CorruptLine:
+    """A line of ``samples.jsonl`` that could not be read back as a sample record."""
+
+    number: int
+    problem: str
+    #: The sample id, when the line is JSON with an ``id`` (its sample is redone either way).
+    id: str | None = None
+
+    def __str__(self) -> str:
+        which = f" (sample {self.id})" if self.id else ""
+        return f"{SAMPLES_FILE} line {self.number}{which}: {self.problem}"
+
+
+@dataclass
+class RecordScan:
+    """What reading a run log found: the records, and every line that was not one."""
+
+    records: list[SampleRecord] = field(default_factory=list)
+    corrupt: list[CorruptLine] = field(default_factory=list)
+    #: The log ended in an unfinished line (an interrupted write); not corrupt, its sample is redone.
+    torn: bool = False
+
+
+def scan_records(run_dir: Path) -> RecordScan:
+    """Every complete record (first occurrence of each id wins), and the lines that are corrupt."""
     path = Path(run_dir) / SAMPLES_FILE
+    scan = RecordScan()
     if not path.exists():
-        return []
+        return scan
     records: dict[str, SampleRecord] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.endswith("\n"):
-                break  # torn write from an interrupted run
-            if not line.strip():
-                continue
-            try:
-                record = SampleRecord.model_validate_json(line)
-            except ValueError:
-                continue
-            records.setdefault(record.id, record)
-    return list(records.values())
+    for line in iter_jsonl(path):
+        if line.torn:
+            scan.torn = True  # torn write from an interrupted run
+            break
+        if not line.ok:
+            scan.corrupt.append(CorruptLine(line.number, str(line.error)))
+            continue
+        try:
+            record = SampleRecord.model_validate(line.value)
+        except ValidationError as error:
+            found = line.value.get("id") if isinstance(line.value, dict) else None
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "record"
+            scan.corrupt.append(
+                CorruptLine(
+                    line.number,
+                    f"not a sample record ({where}: {first['msg']})",
+                    found if isinstance(found, str) else None,
+                )
+            )
+            continue
+        records.setdefault(record.id, record)
+    scan.records = list(records.values())
+    return scan
+
+
+def read_records(run_dir: Path) -> list[SampleRecord]:
+    """Every complete record, first occurrence of each id wins; torn and corrupt lines are left out.
+
+    Use :func:`scan_records` to learn which lines were left out.
+    """
+    return scan_records(run_dir).records
 
 
 def rewrite_records(run_dir: Path, records: Iterable[SampleRecord]) -> None:
