@@ -78,6 +78,32 @@ async def judge_in_order(judge: HQHLLMJudge, items: list[HQHItem], per_call: int
     return out
 
 
+def run_llm(
+    args: argparse.Namespace, items: list[HQHItem], results: dict[str, Any]
+) -> tuple[list[HQHJudgement | Failure], list[HQHJudgement | Failure]]:
+    """hqh-llm per answer, then batched (both answers of an item in one call); times and costs into results."""
+    cache = Cache(default_cache_dir() / "cache.sqlite")
+    batched: list[HQHJudgement | Failure] = []
+    with endpoint(args.base_url, args.model) as (base_url, model):
+        options: dict[str, Any] = dict(
+            model=model, base_url=base_url, concurrency=1, timeout_s=args.timeout_s,
+            max_regions=args.max_regions, cache=cache,
+        )  # fmt: skip
+        per_answer_judge = HQHLLMJudge(mode="per-answer", **options)
+        start = time.perf_counter()
+        per_answer = asyncio.run(judge_in_order(per_answer_judge, items, 1))
+        results["per_answer_s"] = round(time.perf_counter() - start, 1)
+        results["per_answer_cost"] = vars(per_answer_judge.stats)
+        if not args.skip_batched:
+            batched_judge = HQHLLMJudge(mode="batched", batch_size=8, json_mode=False, **options)
+            start = time.perf_counter()
+            batched = asyncio.run(judge_in_order(batched_judge, items, 2))
+            results["batched_s"] = round(time.perf_counter() - start, 1)
+            results["batched_cost"] = vars(batched_judge.stats)
+    cache.close()
+    return per_answer, batched
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data/hqh"))
@@ -87,6 +113,7 @@ def main() -> None:
     parser.add_argument("--model", default=None)
     parser.add_argument("--timeout-s", type=float, default=900.0)
     parser.add_argument("--skip-batched", action="store_true")
+    parser.add_argument("--no-llm", action="store_true", help="only the offline judge against the known classes")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
@@ -95,26 +122,11 @@ def main() -> None:
     items = [item for item, _ in pairs]
     wrong = [is_wrong for _, is_wrong in pairs]
     rules = asyncio.run(HQHRulesJudge().judge_answers(items))
-    cache = Cache(default_cache_dir() / "cache.sqlite")
     results: dict[str, Any] = {"items": len(items) // 2, "answers": len(items), "per_type": args.per_type}
-    with endpoint(args.base_url, args.model) as (base_url, model):
-        options = dict(
-            model=model, base_url=base_url, concurrency=1, timeout_s=args.timeout_s,
-            max_regions=args.max_regions, cache=cache,
-        )  # fmt: skip
-        per_answer_judge = HQHLLMJudge(mode="per-answer", **options)  # type: ignore[arg-type]
-        start = time.perf_counter()
-        per_answer = asyncio.run(judge_in_order(per_answer_judge, items, 1))
-        results["per_answer_s"] = round(time.perf_counter() - start, 1)
-        results["per_answer_cost"] = vars(per_answer_judge.stats)
-        batched: list[HQHJudgement | Failure] = []
-        if not args.skip_batched:
-            batched_judge = HQHLLMJudge(mode="batched", batch_size=8, json_mode=False, **options)  # type: ignore[arg-type]
-            start = time.perf_counter()
-            batched = asyncio.run(judge_in_order(batched_judge, items, 2))
-            results["batched_s"] = round(time.perf_counter() - start, 1)
-            results["batched_cost"] = vars(batched_judge.stats)
-    cache.close()
+    per_answer: list[HQHJudgement | Failure] = []
+    batched: list[HQHJudgement | Failure] = []
+    if not args.no_llm:
+        per_answer, batched = run_llm(args, items, results)
 
     table: dict[str, dict[str, Any]] = {}
     for kind in [*TYPES, "all"]:
@@ -133,6 +145,8 @@ def main() -> None:
         for name, res in (("rules_vs_llm", rules), ("batched_vs_llm", batched)):
             if not res:
                 continue
+            if not per_answer:
+                continue
             both = [i for i in idx if verdict(res[i]) is not None and verdict(per_answer[i]) is not None]
             row[f"{name}_n"] = len(both)
             row[f"{name}_agree"] = (
@@ -143,19 +157,20 @@ def main() -> None:
     results["answers_detail"] = [
         {
             "id": item.sample_id, "type": item.type, "answer": item.answer, "wrong": is_wrong,
-            "rules": verdict(r), "llm": verdict(p), "batched": verdict(b) if batched else None,
+            "rules": verdict(r), "llm": verdict(p) if p else None, "batched": verdict(b) if b else None,
         }
         for item, is_wrong, r, p, b in zip(
-            items, wrong, rules, per_answer, batched or [None] * len(items), strict=True  # type: ignore[list-item]
+            items, wrong, rules, per_answer or [None] * len(items), batched or [None] * len(items), strict=True
         )
     ]  # fmt: skip
     columns = [
         "answers", "rules_decided", "rules_accuracy", "llm_decided", "llm_accuracy", "rules_vs_llm_n",
         "rules_vs_llm_agree", "batched_decided", "batched_accuracy", "batched_vs_llm_n", "batched_vs_llm_agree",
     ]  # fmt: skip
-    print("type".ljust(12) + " ".join(c.rjust(10)[-10:] for c in columns))
+    columns = [c for c in columns if any(c in row for row in table.values())]
+    print("type".ljust(12) + " ".join(c.rjust(len(c)) for c in columns))
     for kind, row in table.items():
-        print(kind.ljust(12) + " ".join(str(row.get(c, "-")).rjust(10) for c in columns))
+        print(kind.ljust(12) + " ".join(str(row.get(c, "-")).rjust(len(c)) for c in columns))
     for key in ("per_answer_s", "per_answer_cost", "batched_s", "batched_cost"):
         if key in results:
             print(f"{key}: {results[key]}")
