@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,27 +79,35 @@ async def judge_in_order(judge: HQHLLMJudge, items: list[HQHItem], per_call: int
 
 
 def run_llm(
-    args: argparse.Namespace, items: list[HQHItem], results: dict[str, Any]
+    args: argparse.Namespace, items: list[HQHItem], report: Callable[[list[Any], list[Any]], None]
 ) -> tuple[list[HQHJudgement | Failure], list[HQHJudgement | Failure]]:
-    """hqh-llm per answer, then batched (both answers of an item in one call); times and costs into results."""
+    """hqh-llm item by item: both answers per answer, then both in one batched call (which reuses the server's
+    cached prompt prefix: the image facts and the grading rule come first in both prompts). ``report`` is
+    called after every item, so an interrupted run has written its figures so far."""
     cache = Cache(default_cache_dir() / "cache.sqlite")
+    per_answer: list[HQHJudgement | Failure] = []
     batched: list[HQHJudgement | Failure] = []
     with endpoint(args.base_url, args.model) as (base_url, model):
         options: dict[str, Any] = dict(
             model=model, base_url=base_url, concurrency=1, timeout_s=args.timeout_s,
             max_regions=args.max_regions, cache=cache,
         )  # fmt: skip
-        per_answer_judge = HQHLLMJudge(mode="per-answer", **options)
-        start = time.perf_counter()
-        per_answer = asyncio.run(judge_in_order(per_answer_judge, items, 1))
-        results["per_answer_s"] = round(time.perf_counter() - start, 1)
-        results["per_answer_cost"] = vars(per_answer_judge.stats)
-        if not args.skip_batched:
-            batched_judge = HQHLLMJudge(mode="batched", batch_size=8, json_mode=False, **options)
-            start = time.perf_counter()
-            batched = asyncio.run(judge_in_order(batched_judge, items, 2))
-            results["batched_s"] = round(time.perf_counter() - start, 1)
-            results["batched_cost"] = vars(batched_judge.stats)
+        one = HQHLLMJudge(mode="per-answer", **options)
+        many = HQHLLMJudge(mode="batched", batch_size=8, json_mode=False, **options)
+        timing = {"per_answer_s": 0.0, "batched_s": 0.0}
+        for start in range(0, len(items), 2):
+            pair = items[start : start + 2]
+            began = time.perf_counter()
+            for answer in pair:
+                per_answer.extend(asyncio.run(one.judge_answers([answer])))
+            timing["per_answer_s"] += time.perf_counter() - began
+            if not args.skip_batched:
+                began = time.perf_counter()
+                batched.extend(asyncio.run(many.judge_answers(pair)))
+                timing["batched_s"] += time.perf_counter() - began
+            report(per_answer, batched)
+            print(f"item {start // 2 + 1}: per-answer {vars(one.stats)}, batched {vars(many.stats)}, "
+                  f"{ {k: round(v) for k, v in timing.items()} }", flush=True)  # fmt: skip
     cache.close()
     return per_answer, batched
 
@@ -122,60 +130,64 @@ def main() -> None:
     items = [item for item, _ in pairs]
     wrong = [is_wrong for _, is_wrong in pairs]
     rules = asyncio.run(HQHRulesJudge().judge_answers(items))
-    results: dict[str, Any] = {"items": len(items) // 2, "answers": len(items), "per_type": args.per_type}
+    def report(per_answer: list[Any], batched: list[Any], final: bool = False) -> None:
+        """The table over the answers judged so far (all of them for the offline judge alone)."""
+        done = len(per_answer) if not args.no_llm else len(items)
+        results: dict[str, Any] = {"items": done // 2, "answers": done, "per_type": args.per_type}
+        table: dict[str, dict[str, Any]] = {}
+        for kind in [*TYPES, "all"]:
+            idx = [i for i in range(done) if kind in ("all", items[i].type)]
+            if not idx:
+                continue
+            row: dict[str, Any] = {"answers": len(idx)}
+            for name, res in (("rules", rules), ("llm", per_answer), ("batched", batched)):
+                if len(res) < done or not res:
+                    continue
+                decided = [i for i in idx if verdict(res[i]) is not None]
+                row[f"{name}_decided"] = len(decided)
+                row[f"{name}_accuracy"] = (
+                    round(sum(verdict(res[i]) == wrong[i] for i in decided) / len(decided), 3) if decided else None
+                )
+            for name, res in (("rules_vs_llm", rules), ("batched_vs_llm", batched)):
+                if len(res) < done or not per_answer:
+                    continue
+                both = [i for i in idx if verdict(res[i]) is not None and verdict(per_answer[i]) is not None]
+                row[f"{name}_n"] = len(both)
+                row[f"{name}_agree"] = (
+                    round(sum(verdict(res[i]) == verdict(per_answer[i]) for i in both) / len(both), 3)
+                    if both
+                    else None
+                )
+            table[kind] = row
+        results["table"] = table
+        results["answers_detail"] = [
+            {
+                "id": items[i].sample_id, "type": items[i].type, "answer": items[i].answer, "wrong": wrong[i],
+                "rules": verdict(rules[i]),
+                "llm": verdict(per_answer[i]) if i < len(per_answer) else None,
+                "batched": verdict(batched[i]) if i < len(batched) else None,
+                "llm_reply": getattr(per_answer[i], "explanation", None) if i < len(per_answer) else None,
+            }
+            for i in range(done)
+        ]  # fmt: skip
+        if args.out:
+            args.out.write_text(json.dumps(results, indent=1))
+        if not final:
+            return
+        columns = [
+            "answers", "rules_decided", "rules_accuracy", "llm_decided", "llm_accuracy", "rules_vs_llm_n",
+            "rules_vs_llm_agree", "batched_decided", "batched_accuracy", "batched_vs_llm_n", "batched_vs_llm_agree",
+        ]  # fmt: skip
+        columns = [c for c in columns if any(c in row for row in table.values())]
+        print("type".ljust(12) + " ".join(c.rjust(len(c)) for c in columns))
+        for kind, row in table.items():
+            print(kind.ljust(12) + " ".join(str(row.get(c, "-")).rjust(len(c)) for c in columns))
+
     per_answer: list[HQHJudgement | Failure] = []
     batched: list[HQHJudgement | Failure] = []
     if not args.no_llm:
-        per_answer, batched = run_llm(args, items, results)
-
-    table: dict[str, dict[str, Any]] = {}
-    for kind in [*TYPES, "all"]:
-        idx = [i for i, item in enumerate(items) if kind in ("all", item.type)]
-        if not idx:
-            continue
-        row: dict[str, Any] = {"answers": len(idx)}
-        for name, res in (("rules", rules), ("llm", per_answer), ("batched", batched)):
-            if not res:
-                continue
-            decided = [i for i in idx if verdict(res[i]) is not None]
-            row[f"{name}_decided"] = len(decided)
-            row[f"{name}_accuracy"] = (
-                round(sum(verdict(res[i]) == wrong[i] for i in decided) / len(decided), 3) if decided else None
-            )
-        for name, res in (("rules_vs_llm", rules), ("batched_vs_llm", batched)):
-            if not res:
-                continue
-            if not per_answer:
-                continue
-            both = [i for i in idx if verdict(res[i]) is not None and verdict(per_answer[i]) is not None]
-            row[f"{name}_n"] = len(both)
-            row[f"{name}_agree"] = (
-                round(sum(verdict(res[i]) == verdict(per_answer[i]) for i in both) / len(both), 3) if both else None
-            )
-        table[kind] = row
-    results["table"] = table
-    results["answers_detail"] = [
-        {
-            "id": item.sample_id, "type": item.type, "answer": item.answer, "wrong": is_wrong,
-            "rules": verdict(r), "llm": verdict(p) if p else None, "batched": verdict(b) if b else None,
-        }
-        for item, is_wrong, r, p, b in zip(
-            items, wrong, rules, per_answer or [None] * len(items), batched or [None] * len(items), strict=True
-        )
-    ]  # fmt: skip
-    columns = [
-        "answers", "rules_decided", "rules_accuracy", "llm_decided", "llm_accuracy", "rules_vs_llm_n",
-        "rules_vs_llm_agree", "batched_decided", "batched_accuracy", "batched_vs_llm_n", "batched_vs_llm_agree",
-    ]  # fmt: skip
-    columns = [c for c in columns if any(c in row for row in table.values())]
-    print("type".ljust(12) + " ".join(c.rjust(len(c)) for c in columns))
-    for kind, row in table.items():
-        print(kind.ljust(12) + " ".join(str(row.get(c, "-")).rjust(len(c)) for c in columns))
-    for key in ("per_answer_s", "per_answer_cost", "batched_s", "batched_cost"):
-        if key in results:
-            print(f"{key}: {results[key]}")
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+        per_answer, batched = run_llm(args, items, report)
+    report(per_answer, batched, final=True)
 
 
 if __name__ == "__main__":
