@@ -12,6 +12,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "pope": "halluscope.benchmarks.pope:Pope.from_options",
         "hallusionbench": "halluscope.benchmarks.hallusionbench:HallusionBench.from_options",
         "amber": "halluscope.benchmarks.amber:Amber.from_options",
+        "hqh": "halluscope.benchmarks.hqh:HQH.from_options",
     },
     {
         "tri-he": "Tri-HE: open questions; triplet-level object and relation hallucination (Hallu-Q, Hallu-I)",
@@ -20,6 +21,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "pope": "POPE: object existence yes/no over COCO, A-OKVQA and GQA (accuracy, F1, yes-ratio)",
         "hallusionbench": "HallusionBench: yes/no about figures, original and edited (aAcc, qAcc, fAcc)",
         "amber": "AMBER: generative CHAIR/Cover/Hal/Cog and discriminative yes/no (existence, attribute, relation)",
+        "hqh": "HQH: free-form questions over 8 hallucination types, judged against VG region descriptions",
     },
 )
 

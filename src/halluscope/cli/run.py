@@ -162,7 +162,7 @@ def run(
         options = parse_options(opts, flag)
         if model_name:
             options["model"] = model_name
-        if base_url and chosen == "llm":
+        if base_url and chosen in ("llm", "hqh-llm"):
             options.setdefault("base_url", base_url)
         try:
             return registry.create(chosen, cache=store, **options)

@@ -9,11 +9,15 @@ JUDGES: Registry[Judge] = Registry(
         "similarity": "halluscope.judges.similarity:SimilarityJudge",
         "typed": "halluscope.judges.typed:TypedJudge",
         "llm": "halluscope.judges.llm:LLMJudge",
+        "hqh-llm": "halluscope.judges.hqh:HQHLLMJudge",
+        "hqh-rules": "halluscope.judges.hqh_rules:HQHRulesJudge",
     },
     {
         "similarity": "Tri-HE's embedding-similarity judge (offline; default model all-MiniLM-L6-v2)",
         "typed": "offline: objects checked with WordNet, then the relation; tells object from relation errors",
         "llm": "Tri-HE's LLM judge over any OpenAI-compatible endpoint (per claim or batched)",
+        "hqh-llm": "HQH's judge over any OpenAI-compatible endpoint: correct/incorrect + extra contradicting claims",
+        "hqh-rules": "offline HQH judge: count, yes/no, OCR, attribute rules; region lookup; else unjudged",
     },
 )
 
