@@ -53,7 +53,8 @@ def main() -> int:
     failed = False
     print(f"{args.models} simulated models, true rates uniform in [{args.low}, {args.high}], "
           f"{args.replicates} populations per N, Reefknot yes/no items")
-    print(f"{'N':>5} {'measured r':>11} {'predicted':>10} {'diff':>7} {'s.e.':>6} {'CI holds':>9} {'mean CI width':>14}")
+    print(f"{'N':>5} {'measured r':>11} {'predicted':>10} {'diff':>7} {'s.e.':>6} {'CI holds':>9} "
+          f"{'mean CI width':>14}")
     for n_items in [int(x) for x in args.items.split(",")]:
         bench = Reefknot(args.data, tasks=["yesno"], limit=n_items)
         measured, predicted, covered, widths = [], [], 0, []
@@ -78,12 +79,14 @@ def main() -> int:
         diff = fmean(measured) - fmean(predicted)
         error = stdev(measured) / len(measured) ** 0.5 if len(measured) > 1 else 0.0
         failed |= abs(diff) > max(args.tolerance, 2 * error)
-        rows.append({"items": n_items, "measured": fmean(measured), "predicted": fmean(predicted), "diff": diff, "se": error,
+        rows.append({"items": n_items, "measured": fmean(measured), "predicted": fmean(predicted),
+                     "diff": diff, "se": error,
                      "ci_holds": covered / args.replicates, "ci_width": fmean(widths),
                      "seconds": round(time.perf_counter() - started, 1)})
         print(f"{n_items:>5} {fmean(measured):>11.3f} {fmean(predicted):>10.3f} {diff:>+7.3f} {error:>6.3f} "
               f"{covered:>4}/{args.replicates:<4} {fmean(widths):>14.3f}", flush=True)
-    print(f"tolerance |diff| <= max({args.tolerance}, 2 s.e.): " + ("NOT met for some N" if failed else "met for every N"))
+    verdict = "NOT met for some N" if failed else "met for every N"
+    print(f"tolerance |diff| <= max({args.tolerance}, 2 s.e.): {verdict}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
     return 1 if failed else 0
