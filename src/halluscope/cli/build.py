@@ -195,8 +195,9 @@ def parallel(
         out_console.print(f"{kind}: {count}")
     if built.skipped:
         summary = built.summary()["skipped_reasons"]
-        out_console.print(f"left out: {len(built.skipped)} (" + "; ".join(f"{k}: {v}" for k, v in summary.items())
-                          + f") — listed in {out / 'parallel.json'}")
+        reasons = "; ".join(f"{k}: {v}" for k, v in summary.items())
+        out_console.print(f"left out: {len(built.skipped)} (yes/no: whole twin pairs; {reasons}) "
+                          f"— listed in {out / 'parallel.json'}")
     if built.problems:
         console(stderr=True).print(
             f"[yellow]{len(built.problems)} verification problem(s), e.g. {built.problems[0]}; "

@@ -46,6 +46,10 @@ def quality(
     from halluscope.quality.labels import LabelsError
     from halluscope.quality.render import html_section, terminal_tables
 
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        fail("halluscope quality needs scipy: pip install 'halluscope[quality]'")
     if resamples < 100:
         fail("--resamples must be at least 100")
     try:

@@ -46,8 +46,12 @@ def _pair_scores(
     measure: str, metric: str, first: Mapping[str, float], second: Mapping[str, float], *,
     first_label: str, second_label: str, resamples: int, seed: int,
 ) -> CorrelationMeasure:
-    notes = [f"{m}: no {second_label} run; left out" for m in sorted(set(first) - set(second))]
-    notes += [f"{m}: no {first_label} run; left out" for m in sorted(set(second) - set(first))]
+    notes = []
+    for missing, label in ((sorted(set(first) - set(second)), second_label),
+                           (sorted(set(second) - set(first)), first_label)):
+        if missing:
+            shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+            notes.append(f"{len(missing)} model(s) without a {label} run left out: {shown}")
     both = sorted(set(first) & set(second))
     result = CorrelationMeasure(
         measure=measure, metric=metric, scores={m: [first[m], second[m]] for m in both}, notes=notes

@@ -44,6 +44,7 @@ def terminal_tables(report: QualityReport) -> list[Any]:
         for measure in report.correlations:
             if measure.correlation is not None and measure.correlation.warning:
                 out.append(Text(f"! {measure.measure}: {measure.correlation.warning}", style="yellow"))
+            out.extend(Text(f"  {measure.measure}: {note}", style="dim") for note in measure.notes)
     if report.coverage.benchmarks:
         table = Table(title="coverage of hallucination types", title_justify="left")
         table.add_column("type")
@@ -95,7 +96,7 @@ def html_section(report: QualityReport) -> str:
                      "<th>Spearman [95% CI]</th><th>note</th></tr></thead><tbody>")
         for m in report.correlations:
             c = m.correlation
-            note = (c.warning if c is not None else m.error) or ""
+            note = "; ".join(x for x in [c.warning if c is not None else m.error, *m.notes] if x)
             parts.append(
                 f"<tr><td>{escape(m.measure)}</td><td>{c.n if c else len(m.scores)}</td>"
                 f"<td>{escape(_coef(c.pearson if c else None))}</td>"
