@@ -185,3 +185,27 @@ def test_correlation_matches_scipy(values: tuple[list[float], list[float]]) -> N
     assert result.pearson.value == pytest.approx(stats.pearsonr(xs, ys).statistic)
     assert result.spearman.value == pytest.approx(stats.spearmanr(xs, ys).statistic)
     assert result.warning and f"only {len(xs)} models" in result.warning
+
+
+def test_criterion_validity_follows_human_labels(tmp_path: Path) -> None:
+    """Human labels that are the truth on a 30-item subset: the benchmark's Halr agrees with them; with
+    --higher-is-better on an accuracy-like metric, the sign stays positive."""
+    population(tmp_path, 100, 12, seeds=(1,), low=0.05, high=0.6)
+    labels = tmp_path / "labels.jsonl"
+    with labels.open("w") as handle:
+        for run in sorted((tmp_path / "seed1").iterdir()):
+            for line in (run / "samples.jsonl").read_text().splitlines()[:30]:
+                record = json.loads(line)
+                handle.write(json.dumps({"model": run.name, "id": record["id"],
+                                         "hallucinated": not record["correct"]}) + "\n")
+    report = assess([str(tmp_path / "seed1")], "halr_yesno", labels=labels, resamples=500)
+    (validity,) = report.correlations
+    assert validity.measure == "criterion validity" and validity.correlation is not None
+    assert validity.correlation.n == 12 and validity.correlation.pearson.value is not None
+    assert validity.correlation.pearson.value > 0.5
+    assert set(report.human_labelled.values()) == {30}
+    flipped = assess([str(tmp_path / "seed1")], "yesno/perception:accuracy", labels=labels, resamples=500,
+                     higher_is_better=True)
+    correlation = flipped.correlations[0].correlation
+    assert correlation is not None and correlation.pearson.value is not None
+    assert correlation.pearson.value == pytest.approx(validity.correlation.pearson.value)
