@@ -209,3 +209,36 @@ def test_criterion_validity_follows_human_labels(tmp_path: Path) -> None:
     correlation = flipped.correlations[0].correlation
     assert correlation is not None and correlation.pearson.value is not None
     assert correlation.pearson.value == pytest.approx(validity.correlation.pearson.value)
+
+
+def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
+    """The real parallel form of Reefknot yes/no: models that ignore "not" collapse there, and the
+    parallel-forms correlation says the benchmark's ranking does not survive the rewording."""
+    from halluscope.build.parallel import build_parallel
+
+    parallel_data = tmp_path / "parallel-data"
+    asyncio.run(build_parallel("reefknot", REEFKNOT_DIR, parallel_data, tasks=["yesno"]))
+    rng = random.Random(5)
+    rates = {f"m{i:02d}": rng.uniform(0.05, 0.45) for i in range(10)}
+    blind = frozenset(name for name, rate in rates.items() if rate < 0.25)  # the best models on the original
+    ctx = ScoringContext(cache=Cache(None))
+    for label, data, blind_here in (("original", REEFKNOT_DIR, frozenset()), ("parallel", parallel_data, blind),
+                                    ("honest", parallel_data, frozenset())):
+        bench = Reefknot(data, tasks=["yesno"], limit=100)
+        seed = 1 if label == "original" else 2  # independent answers on the two forms
+        asyncio.run(run_population(bench, rates, seed, tmp_path / label, ctx, negation_blind=blind_here))
+    fooled = assess([str(tmp_path / "original")], "halr_yesno", parallel=[str(tmp_path / "parallel")],
+                    resamples=300)
+    honest = assess([str(tmp_path / "original")], "halr_yesno", parallel=[str(tmp_path / "honest")],
+                    resamples=300)
+    fooled_r = fooled.correlations[0].correlation
+    honest_r = honest.correlations[0].correlation
+    assert fooled_r is not None and honest_r is not None
+    assert fooled_r.pearson.value is not None and honest_r.pearson.value is not None
+    assert honest_r.pearson.value > 0.6 and fooled_r.pearson.value < 0
+    bias = {row.model: row for row in fooled.response_bias}
+    for name in blind:
+        original, parallel = bias[name].original, bias[name].parallel
+        assert original is not None and parallel is not None
+        assert original.accuracy is not None and parallel.accuracy is not None
+        assert parallel.accuracy < 0.5 < original.accuracy

@@ -19,6 +19,7 @@ over the population's true rates (:func:`predicted_reliability`). It shrinks as 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,14 +53,25 @@ def _answer(sample: Sample, wrong: bool, rng: random.Random) -> str:
     )
 
 
-def simulated_responses(benchmark: Benchmark, name: str, rate: float, seed: int) -> dict[str, Response]:
-    """One simulated model's answers: each item wrong with probability ``rate``, independently."""
+_NEGATED = re.compile(r"\bnot\b", re.I)
+
+
+def simulated_responses(benchmark: Benchmark, name: str, rate: float, seed: int, *,
+                        negation_blind: bool = False) -> dict[str, Response]:
+    """One simulated model's answers: each item wrong with probability ``rate``, independently.
+
+    A ``negation_blind`` model reads a negated yes/no question ("Is the cup not on the table?") as if the
+    ``not`` were absent — the failure the parallel form's negations expose: on such items it is wrong
+    exactly when it would have been right.
+    """
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"true rate {rate} must be between 0 and 1")
     out = {}
     for sample in benchmark.samples():
         rng = random.Random(f"{name}|{seed}|{sample.id}")
         wrong = rng.random() < rate
+        if negation_blind and (sample.reference or "").lower() in ("yes", "no") and _NEGATED.search(sample.prompt):
+            wrong = not wrong
         out[sample.id] = Response(id=sample.id, response=_answer(sample, wrong, rng), model=name)
     return out
 
@@ -70,16 +82,23 @@ async def run_population(
     seed: int,
     out_root: Path,
     ctx: ScoringContext,
+    *,
+    negation_blind: frozenset[str] = frozenset(),
 ) -> list[Path]:
-    """Run every simulated model once with sampling seed ``seed`` into ``out_root/<name>``."""
+    """Run every simulated model once with sampling seed ``seed`` into ``out_root/<name>``.
+
+    Models named in ``negation_blind`` ignore the ``not`` of negated yes/no questions.
+    """
     from halluscope.runs.runner import run_benchmark_async
 
     paths = []
     for name, rate in true_rates.items():
         out_dir = Path(out_root) / name
         await run_benchmark_async(
-            benchmark, simulated_responses(benchmark, name, rate, seed), ctx, out_dir,
-            spec_extra={"model": {"provider": "sim-rate", "name": name, "rate": rate, "seed": seed},
+            benchmark, simulated_responses(benchmark, name, rate, seed, negation_blind=name in negation_blind),
+            ctx, out_dir,
+            spec_extra={"model": {"provider": "sim-rate", "name": name, "rate": rate, "seed": seed,
+                                  "negation_blind": name in negation_blind},
                         "responses": None},
             overwrite=True,
         )
