@@ -242,3 +242,20 @@ def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
         assert original is not None and parallel is not None
         assert original.accuracy is not None and parallel.accuracy is not None
         assert parallel.accuracy < 0.5 < original.accuracy
+
+
+def test_report_adds_a_quality_json_to_the_html(tmp_path: Path) -> None:
+    population(tmp_path, 10, 3, seeds=(1,))
+    quality = tmp_path / "quality.json"
+    runner = CliRunner()
+    result = runner.invoke(app, ["quality", str(tmp_path / "seed1"), "-m", "halr_yesno", "-o", str(quality)])
+    assert result.exit_code == 0, result.output
+    html = tmp_path / "r.html"
+    result = runner.invoke(app, ["report", str(tmp_path / "seed1" / "m00"), "--html", str(html),
+                                 "--quality", str(quality)])
+    assert result.exit_code == 0, result.output
+    assert "Coverage of hallucination types" in html.read_text()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    result = runner.invoke(app, ["report", str(tmp_path / "seed1" / "m00"), "--html", str(html), "--quality", str(bad)])
+    assert result.exit_code == 2 and "bad.json" in result.output
