@@ -168,6 +168,14 @@ def test_cli_writes_quality_json_terminal_table_and_html(tmp_path: Path) -> None
     assert "Benchmark quality (HQM)" in html.read_text()
 
 
+def test_a_missing_labels_file_is_a_problem_not_a_stop(tmp_path: Path) -> None:
+    population(tmp_path, 10, 3)
+    report = assess([str(tmp_path / "seed1")], "halr_yesno", retest=[str(tmp_path / "seed2")],
+                    labels=tmp_path / "nope.jsonl", resamples=200)
+    assert any("nope.jsonl" in p for p in report.problems)
+    assert [m.measure for m in report.correlations] == ["test-retest"]
+
+
 def test_cli_reports_nothing_usable_clearly(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["quality", str(tmp_path), "--metric", "halr_yesno"])
     assert result.exit_code == 2

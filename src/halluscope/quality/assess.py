@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from halluscope.quality.labels import read_labels
+from halluscope.quality.labels import LabelsError, read_labels
 from halluscope.quality.measures import (
     BiasRow,
     CorrelationMeasure,
@@ -95,12 +95,15 @@ def assess(
         )
         everything += other.runs
     if labels is not None:
-        human = read_labels(labels, {r.name: {rec.id for rec in r.records} for r in main.runs})
-        problems += human.problems
-        report.human_labelled = human.labelled
-        report.correlations.append(
-            criterion_validity(main.runs, human.scores(higher_is_better), metric, resamples=resamples, seed=seed)
-        )
+        try:
+            human = read_labels(labels, {r.name: {rec.id for rec in r.records} for r in main.runs})
+        except LabelsError as error:
+            problems.append(f"criterion validity: {error}")
+        else:
+            problems += human.problems
+            report.human_labelled = human.labelled
+            report.correlations.append(criterion_validity(main.runs, human.scores(higher_is_better), metric,
+                                                          resamples=resamples, seed=seed))
     if coverage_runs:
         extra = load_runs(coverage_runs, role="coverage")
         problems += extra.problems
