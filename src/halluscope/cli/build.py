@@ -149,5 +149,64 @@ def reefknot(
     )
 
 
+@build_app.command("parallel")
+def parallel(
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="reefknot | tri-he | hqh.")],
+    data: Annotated[Path, typer.Option("--data", help="The benchmark's data file or folder.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (created).")],
+    tasks: Annotated[str | None, typer.Option(help="Reefknot only: comma-separated yesno, mcq, vqa.")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed of the option shuffles.")] = 0,
+    paraphraser: Annotated[
+        str, typer.Option(help="Open prompts: templates (offline) or llm (any OpenAI-compatible endpoint).")
+    ] = "templates",
+    llm_model: Annotated[str | None, typer.Option(help="Model name for --paraphraser llm.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Endpoint for --paraphraser llm.")] = None,
+    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
+) -> None:
+    """A parallel form (HQM): yes/no negated with flipped labels, options shuffled, open prompts paraphrased."""
+    import asyncio
+
+    from halluscope.build.parallel import build_parallel
+
+    if paraphraser not in ("templates", "llm"):
+        fail(f"unknown paraphraser {paraphraser!r}; choose templates or llm")
+    if paraphraser == "llm" and not llm_model:
+        fail("--paraphraser llm needs --llm-model NAME (and --base-url for a non-OpenAI endpoint)")
+    chosen = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+
+    async def go() -> Any:
+        if paraphraser == "templates":
+            return await build_parallel(benchmark, data, out, seed=seed, tasks=chosen)
+        from halluscope.build.paraphrase import LLMParaphraser
+        from halluscope.llm.client import ChatClient
+
+        async with ChatClient(str(llm_model), base_url, cache=open_cache(cache, no_cache)) as client:
+            writer = LLMParaphraser(client)
+            return await build_parallel(benchmark, data, out, seed=seed, tasks=chosen,
+                                        paraphrase=writer.paraphrase, paraphraser=writer.identity())
+
+    try:
+        built = asyncio.run(go())
+    except (ValueError, OSError) as error:
+        fail(str(error))
+    out_console = console()
+    for kind, count in sorted(built.counts.items()):
+        out_console.print(f"{kind}: {count}")
+    if built.skipped:
+        summary = built.summary()["skipped_reasons"]
+        reasons = "; ".join(f"{k}: {v}" for k, v in summary.items())
+        out_console.print(f"left out: {len(built.skipped)} (yes/no: whole twin pairs; {reasons}) "
+                          f"— listed in {out / 'parallel.json'}")
+    if built.problems:
+        console(stderr=True).print(
+            f"[yellow]{len(built.problems)} verification problem(s), e.g. {built.problems[0]}; "
+            f"see {out / 'parallel.json'}[/yellow]"
+        )
+    else:
+        out_console.print("verified: 0 problems (negations flip the label, one correct option, content kept)")
+    out_console.print(f"run it with: halluscope run --benchmark {benchmark} --data {out} --responses FILE ...")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(build_app, name="build")

@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "halluscope.cli.build",
     "halluscope.cli.synthetic",
     "halluscope.cli.validate",
+    "halluscope.cli.quality",
     "halluscope.cli.demo",
 ]
 

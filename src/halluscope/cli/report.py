@@ -17,6 +17,9 @@ def report(
         Path | None, typer.Option("--markdown", "--md", help="Write a markdown table.")
     ] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report.")] = None,
+    quality: Annotated[
+        Path | None, typer.Option(help="With --html: add this quality.json (`halluscope quality`) as a section.")
+    ] = None,
 ) -> None:
     """Print a comparison table of runs (rows) and their metrics (columns)."""
     from halluscope.report.table import rich_table, summarise_run, to_csv, to_markdown, write_text
@@ -35,7 +38,16 @@ def report(
     if html:
         from halluscope.report.html import write_html_report
 
-        out.print(f"HTML: {write_html_report(list(run_dirs), html)}")
+        section = None
+        if quality is not None:
+            from halluscope.quality.assess import QualityReport
+            from halluscope.quality.render import html_section
+
+            try:
+                section = html_section(QualityReport.model_validate_json(quality.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as error:
+                fail(f"{quality}: not a quality.json written by `halluscope quality` ({error})")
+        out.print(f"HTML: {write_html_report(list(run_dirs), html, quality_html=section)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -965,6 +965,7 @@ def write_html_report(
     title: str | None = None,
     thumbnail_px: int = _DEFAULT_THUMBNAIL_PX,
     image_budget_bytes: int = _DEFAULT_IMAGE_BUDGET,
+    quality_html: str | None = None,
 ) -> Path:
     """Writes one self-contained HTML file reporting the given run directories; returns its path.
 
@@ -1033,7 +1034,8 @@ def write_html_report(
                 f"· halluscope {_version()}"
             ),
             "CSS": _asset("report.css"),
-            "SUMMARY": _summary_html(runs),
+            # quality_html: the HQM section (halluscope.quality.render.html_section), when given.
+            "SUMMARY": _summary_html(runs) + (quality_html or ""),
             "PLOTS": plots or '<p class="muted">No rates to plot.</p>',
             "DATA": _script_json(payload),
             "JS": _asset("report.js"),
