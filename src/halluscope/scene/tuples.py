@@ -238,6 +238,8 @@ def relation_kind(predicate: str) -> str:
     words = predicate.lower().split()
     if words and words[0] in {"is", "are"}:
         words = words[1:]
+    if words[:2] == ["to", "the"]:  # "to the left of"
+        words = words[2:]
     return "spatial" if words and words[0] in _SPATIAL_WORDS else "action"
 
 
