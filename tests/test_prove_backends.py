@@ -138,3 +138,29 @@ def test_cli_run_writes_scores_per_question_type(tmp_path: Path) -> None:
     assert metrics["counts"]["failed"] == 1  # the empty answer, recorded and named
     lines = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
     assert any("empty response" in (x.get("failure") or "") for x in lines)
+
+
+def test_oracle_and_hallucinating_runs_land_in_the_report_scatter(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from halluscope.build.synthetic import build_synthetic
+    from halluscope.cli.main import app
+
+    data = tmp_path / "synthetic"
+    build_synthetic(data, n=4, seed=5)
+    runner = CliRunner()
+    runs = []
+    for name, spec in (("oracle", "sim/oracle"), ("liar", "sim/hallucinate?rate=0.8")):
+        out = tmp_path / name
+        result = runner.invoke(app, ["run", "-b", "prove", "--data", str(data), "--model", spec,
+                                     "--out", str(out), "--quiet"])
+        assert result.exit_code == 0, result.output
+        runs.append(json.loads((out / "metrics.json").read_text())["metrics"])
+        assert runs[-1]["hscore"] is not None and runs[-1]["tscore"] is not None
+    assert runs[0]["hscore"] > runs[1]["hscore"] and runs[0]["tscore"] > runs[1]["tscore"]
+    page = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", str(tmp_path / "oracle"), str(tmp_path / "liar"), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    html = page.read_text()
+    scatter = html[html.index('<svg id="scatter"'):]
+    assert scatter[: scatter.index("</svg>")].count("<circle") == 2
