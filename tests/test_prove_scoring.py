@@ -248,3 +248,30 @@ def test_copying_the_reference_answer_scores_hscore_near_100(synthetic: Path) ->
     report = bench.metrics(score(bench, copies))
     assert report.counts["failed"] == 0
     assert report.metrics["hscore"] is not None and report.metrics["hscore"] >= 90
+
+
+def test_without_data_the_hub_snapshot_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hub is unreachable here: the download call is replaced, the rest of the path is the real one."""
+    import huggingface_hub
+
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    (snapshot / "prove.json").write_text(DATA.read_text())
+    calls = []
+
+    def fake_download(**kwargs):  # type: ignore[no-untyped-def]
+        calls.append(kwargs)
+        return str(snapshot)
+
+    monkeypatch.delenv("HALLUSCOPE_PROVE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    bench = BENCHMARKS.create("prove")
+    assert calls[0]["repo_id"] == "Salesforce/PROVE" and calls[0]["repo_type"] == "dataset"
+    assert len(list(bench.samples())) == 5
+
+    def offline(**kwargs):  # type: ignore[no-untyped-def]
+        raise OSError("no network")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    with pytest.raises(ProveDataError, match="could not download Salesforce/PROVE"):
+        BENCHMARKS.create("prove")
