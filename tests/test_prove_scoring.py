@@ -275,3 +275,19 @@ def test_without_data_the_hub_snapshot_is_read(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
     with pytest.raises(ProveDataError, match="could not download Salesforce/PROVE"):
         BENCHMARKS.create("prove")
+
+
+def test_each_distinct_string_is_encoded_once_per_batch(minilm) -> None:  # type: ignore[no-untyped-def]
+    from halluscope.judges.prove import ProveItem, ProveScorer
+
+    minilm.forget_memory()
+    scorer = ProveScorer(embedder=minilm)
+    dog, rug = parse_tuple("entity - whole (dog)"), parse_tuple("relation - spatial (dog, rug, on)")
+    items = [ProveItem(sample_id=str(i), answer_tuples=[dog, rug], response_tuples=[dog],
+                       image_tuples=[dog, rug, parse_tuple("attribute - color (rug, red)")]) for i in range(50)]
+    minilm.stats.reset()
+    results = asyncio.run(scorer.score_many(items))
+    assert minilm.stats.requested == 3 and minilm.stats.encoded == 3  # 3 distinct phrases, one call
+    assert all(r.hscore == pytest.approx(np.mean([1.0, float(minilm.encode(["dog on rug"])[0] @
+                                                               minilm.encode(["dog"])[0])]), abs=1e-6)
+               for r in results)  # type: ignore[union-attr]
