@@ -71,6 +71,14 @@ def test_jsonl_and_bad_files(tmp_path: Path) -> None:
     jsonl = tmp_path / "prove.jsonl"
     jsonl.write_text("".join(json.dumps(i) + "\n" for i in items))
     assert len(list(Prove(data=jsonl).samples())) == 5
+    # items that carry their own ids (as `halluscope build prove` writes them) keep them; repeats are named
+    own = [dict(i, id=f"q{n}", image_id="img") for n, i in enumerate(items)]
+    own[4]["id"] = "q0"
+    path = tmp_path / "own.json"
+    path.write_text(json.dumps(own))
+    samples = list(Prove(data=path).samples())
+    assert [s.id for s in samples][:4] == ["q0", "q1", "q2", "q3"] and samples[0].image_id == "img"
+    assert "id 'q0' repeats" in samples[4].metadata["load_error"]
     broken = tmp_path / "broken.json"
     broken.write_text("[{")
     with pytest.raises(ProveDataError, match=r"broken\.json is not valid JSON"):

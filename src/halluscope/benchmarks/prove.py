@@ -19,7 +19,8 @@ its questions become PROVE items with exact tuples (the known-truth setting).
 
 **Sample ids**: ``<image id>-<k>``, the image id being the image file name without its extension
 (``test_01234``) and ``k`` the 0-based position of the question among that image's items in file order
-(``test_01234-0``, ``test_01234-1``, ...).
+(``test_01234-0``, ``test_01234-1``, ...). Items that carry their own ``id`` (and ``image_id``), as
+``halluscope build prove`` writes them, keep those.
 
 **Benchmark options** (``--bench-opt key=value``): ``images`` (folder of the images), ``tuples``
 (``rules`` offline default | ``llm``), ``tuple_model``, ``tuple_base_url``, ``tuple_api_key_env``,
@@ -110,6 +111,7 @@ def rows_from_items(items: Sequence[Any], source: str) -> list[ProveRow]:
     """Released items → rows with stable ids; a bad item becomes a row with ``error`` naming it."""
     rows: list[ProveRow] = []
     per_image: dict[str, int] = defaultdict(int)
+    seen: set[str] = set()
     for position, item in enumerate(items):
         where = f"{source} item {position}"
         if not isinstance(item, dict):
@@ -117,10 +119,18 @@ def rows_from_items(items: Sequence[Any], source: str) -> list[ProveRow]:
                                  f"{where}: expected a JSON object, got {type(item).__name__}"))
             continue
         image = _image_name(item.get("image"))
-        image_id = Path(image).stem if image else f"item-{position}"
+        own_image_id = item.get("image_id")
+        image_id = own_image_id if isinstance(own_image_id, str) and own_image_id else (
+            Path(image).stem if image else f"item-{position}")
         index = per_image[image_id]
         per_image[image_id] += 1
+        own_id = item.get("id")
+        sample_id = own_id if isinstance(own_id, str) and own_id else f"{image_id}-{index}"
         problems: list[str] = []
+        if sample_id in seen:
+            problems.append(f"id {sample_id!r} repeats an earlier item's")
+            sample_id = f"{sample_id}#{position}"
+        seen.add(sample_id)
         if not image:
             problems.append("missing 'image'")
         for name in ("question", "answer"):
@@ -135,11 +145,11 @@ def rows_from_items(items: Sequence[Any], source: str) -> list[ProveRow]:
                 tuples[name] = []
         caption = item.get("caption")
         rows.append(ProveRow(
-            id=f"{image_id}-{index}", image_id=image_id, image=image, index=index,
+            id=sample_id, image_id=image_id, image=image, index=index,
             question=str(item.get("question") or ""), answer=str(item.get("answer") or ""),
             caption=caption if isinstance(caption, str) else None,
             image_tuples=tuples["image_tuples"], qa_diff_tuples=tuples["qa_diff_tuples"],
-            error=f"{where} ({image_id}-{index}): {'; '.join(problems)}" if problems else None,
+            error=f"{where} ({sample_id}): {'; '.join(problems)}" if problems else None,
         ))
     return rows
 
