@@ -13,6 +13,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "hallusionbench": "halluscope.benchmarks.hallusionbench:HallusionBench.from_options",
         "amber": "halluscope.benchmarks.amber:Amber.from_options",
         "hqh": "halluscope.benchmarks.hqh:HQH.from_options",
+        "prove": "halluscope.benchmarks.prove:Prove.from_options",
     },
     {
         "tri-he": "Tri-HE: open questions; triplet-level object and relation hallucination (Hallu-Q, Hallu-I)",
@@ -22,6 +23,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "hallusionbench": "HallusionBench: yes/no about figures, original and edited (aAcc, qAcc, fAcc)",
         "amber": "AMBER: generative CHAIR/Cover/Hal/Cog and discriminative yes/no (existence, attribute, relation)",
         "hqh": "HQH: free-form questions over 8 hallucination types, judged against VG region descriptions",
+        "prove": "PROVE: free-form answers scored for helpfulness (hscore) and truthfulness (tscore) over tuples",
     },
 )
 

@@ -58,6 +58,7 @@ _PRETTY_METRICS = {
     "hallu_i_with_empty": "Hallu-I (empty=0)",
     "hscore": "hScore (helpfulness)",
     "tscore": "tScore (truthfulness)",
+    "average": "average of hScore and tScore",
 }
 #: Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
 _PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#7f7f00", "#000000")
