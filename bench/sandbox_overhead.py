@@ -45,7 +45,7 @@ def main() -> None:
     graph = _graph().to_dict()
 
     scope: dict[str, object] = {}
-    exec(PROGRAM, scope)  # noqa: S102 - trusted, fixed benchmark code: the inline baseline
+    exec(PROGRAM, scope)  # trusted, fixed benchmark code: the inline baseline
     verify = scope["verify"]
     from halluscope.sandbox._child import Graph
 

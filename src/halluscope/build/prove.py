@@ -262,7 +262,7 @@ def answers_agree(
 ) -> tuple[bool, float | None, str]:
     """Whether a program's answer states what the written answer states, the similarity used, and why.
 
-    - yes/no (a bool): the written answer must start with the same yes/no (or negate with "no"/"not");
+    - yes/no (a bool): the written answer says no ("no", "not", "none", "nothing") exactly when it is False;
     - a number: the written answer must contain that number (digits or a word up to twelve);
     - text or a list: every word of the program's answer appears in the written answer, or the two are
       semantically equal by embedding cosine ≥ ``threshold``.
@@ -270,11 +270,8 @@ def answers_agree(
     """
     words = _words(answer)
     if isinstance(value, bool):
-        says_no = bool(words) and (
-            words[0] in ("no", "nope") or "not" in words or "no" in words or "none" in words
-        )
-        says_yes = (bool(words) and words[0] in ("yes", "yeah")) or not says_no
-        agree = says_no if not value else (says_yes and not says_no)
+        says_no = bool({"no", "not", "none", "nope", "nothing"} & set(words))
+        agree = value is not says_no
         return agree, None, "yes/no" if agree else f"program says {value_text(value)}"
     if isinstance(value, (int, float)):
         agree = float(value) in _numbers_in(answer)
@@ -525,6 +522,11 @@ def funnel(results: Sequence[ImageResult]) -> dict[str, Any]:
             stage: round(100 * stages.get(stage, 0) / total, 1) if total else 0.0 for stage in FUNNEL_STAGES
         },
         "reasons": {stage: dict(counter.most_common()) for stage, counter in reasons.items()},
+        # Small models repeat themselves: pairs identical to an earlier pair of the same image (each still
+        # goes through the funnel; most end as duplicates or share the first one's fate).
+        "repeated_verbatim": sum(
+            len(r.pairs) - len({(p.question.lower(), p.answer.lower()) for p in r.pairs}) for r in results
+        ),
         "llm_filter_unchecked": sum(r.llm_filter_unchecked for r in results),
         "seconds": round(sum(r.seconds for r in results), 1),
     }
