@@ -37,14 +37,14 @@ def verify(g):
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(limits=Limits(cpu_s=1, wall_s=4.0, memory_mb=128)) as box:
+    with Sandbox(limits=Limits(cpu_s=1, wall_s=10.0, memory_mb=128)) as box:
         yield box
 
 
 @pytest.fixture(scope="module")
 def bare_sandbox() -> Iterator[Sandbox]:
     """The OS layers alone (no RestrictedPython)."""
-    with Sandbox(limits=Limits(cpu_s=1, wall_s=4.0, memory_mb=128, restricted=False)) as box:
+    with Sandbox(limits=Limits(cpu_s=1, wall_s=10.0, memory_mb=128, restricted=False)) as box:
         yield box
 
 
