@@ -90,6 +90,7 @@ GENERATION = "\n".join(
             "Yes, a cat is next to the dog.",  # yes/no -> kept
             "    return any(r.subject == 'cat' for r in g.incoming('dog'))",
         ),
+        "Q: What is the cat doing?\nA: The cat sits next to the dog.\n",  # no program -> program_failed
         _block(
             "How many cats are there?",
             "There are two cats.",  # count -> kept
@@ -115,7 +116,8 @@ def sandbox() -> Iterator[Sandbox]:
 def test_parse_pairs_reads_blocks_and_skips_incomplete_ones() -> None:
     text = GENERATION + "\nQ: A question with no answer or program?\n"
     pairs = parse_pairs(text)
-    assert len(pairs) == 9
+    assert len(pairs) == 10
+    assert pairs[8] == ("What is the cat doing?", "The cat sits next to the dog.", "")
     assert pairs[0][0] == "What is the dog lying on?"
     assert pairs[0][2].startswith("def verify(g):")
     assert parse_filter_verdicts("1: ok\n2. Trivial\n**3**: unnatural\nblah\n9: ok", 4) == {
@@ -143,7 +145,7 @@ def _run_build(
     server: ScriptedServer, out: Path, embedder: Embedder, sandbox: Sandbox, cache: Cache
 ) -> dict[str, Any]:
     client = ChatClient("scripted", server.base_url, cache=cache, max_retries=0)
-    builder = ProveBuilder(client, embedder, sandbox, BuildOptions(pairs=9))
+    builder = ProveBuilder(client, embedder, sandbox, BuildOptions(pairs=10))
 
     async def go() -> dict[str, Any]:
         try:
@@ -167,8 +169,8 @@ def test_funnel_on_scripted_replies_and_resume(
         funnel["wrong_answer"],
         funnel["filtered"],
         funnel["kept"],
-    ) == (9, 2, 1, 3, 3)
-    assert funnel["reasons"]["program_failed"] == {"error": 1, "denied": 1}
+    ) == (10, 3, 1, 3, 3)
+    assert funnel["reasons"]["program_failed"] == {"error": 1, "denied": 1, "no_program": 1}
     assert funnel["reasons"]["filtered"] == {"taboo": 1, "llm_trivial": 1, "duplicate": 1}
 
     rows = json.loads((out / "prove.json").read_text())

@@ -37,7 +37,7 @@ from halluscope.jsonio import write_json_atomic
 from halluscope.scene.graph import SceneGraph
 
 #: Version of the prompts and the checks; part of each image's saved-state key.
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 
 GENERATE_SYSTEM = (
     "You write question-answer pairs that test whether someone really looked at an image, and for each pair "
@@ -199,21 +199,46 @@ class ImageResult(BaseModel):
 
 # -- parsing the LLM's pairs ----------------------------------------------------------------------------
 
-_PAIR_RE = re.compile(
-    r"Q\s*\d*\s*[:.]\s*(?P<q>.+?)\s*\n+\s*A\s*\d*\s*[:.]\s*(?P<a>.+?)\s*\n+\s*```(?:python|py)?\s*\n(?P<code>.*?)```",
-    re.DOTALL | re.IGNORECASE,
-)
+#: "Q:", "**Q3:**", "Question 3:" at the start of a line (code is indented or fenced, so not matched).
+_Q_LINE = re.compile(r"^[*#>\- ]{0,3}Q(?:uestion)?\s*\d*\**\s*:\s*\**\s*(?P<text>.*)$", re.IGNORECASE)
+_A_LINE = re.compile(r"^[*#>\- ]{0,3}A(?:nswer)?\s*\d*\**\s*:\s*\**\s*(?P<text>.*)$", re.IGNORECASE)
+_FENCE = re.compile(r"```[a-zA-Z]*\s*\n(?P<code>.*?)```", re.DOTALL)
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.strip().strip("*").split())
 
 
 def parse_pairs(text: str) -> list[tuple[str, str, str]]:
-    """(question, answer, program) triples from the generator's output; pairs missing a part are skipped."""
+    """(question, answer, program) triples from the generator's output, in order.
+
+    The reply is cut into blocks at each "Q:" line; a block's answer is its first "A:" line and its program
+    the first fenced block (or, unfenced, the lines from ``def``). A block with a question and an answer but
+    no program comes back with program "" (it counts as a failed program); one without an answer is skipped.
+    """
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if _Q_LINE.match(line)]
     found: list[tuple[str, str, str]] = []
-    for match in _PAIR_RE.finditer(text):
-        question = " ".join(match["q"].strip().strip("*").split())
-        answer = " ".join(match["a"].strip().strip("*").split())
-        code = match["code"].strip("\n")
-        if question and answer and "def " in code:
-            found.append((question, answer, code + "\n"))
+    for n, start in enumerate(starts):
+        block = lines[start : starts[n + 1] if n + 1 < len(starts) else len(lines)]
+        question_match = _Q_LINE.match(block[0])
+        question = _clean(question_match["text"]) if question_match else ""
+        answer = ""
+        for line in block[1:]:
+            answer_match = _A_LINE.match(line)
+            if answer_match:
+                answer = _clean(answer_match["text"])
+                break
+        if not question or not answer:
+            continue
+        body = "\n".join(block)
+        fenced = _FENCE.search(body)
+        code = fenced["code"] if fenced else ""
+        if not fenced:
+            defs = [i for i, line in enumerate(block) if line.lstrip().startswith("def ")]
+            code = "\n".join(block[defs[0] :]) if defs else ""
+        code = code.strip("\n")
+        found.append((question, answer, code + "\n" if "def " in code else ""))
     return found
 
 
@@ -407,18 +432,22 @@ class ProveBuilder:
             return result
         parsed = parse_pairs(reply.text)
         if not parsed:
-            result.error = (
-                f"no Q:/A:/program triple could be read from the generator's output: {reply.text[:200]!r}"
-            )
+            result.error = f"no Q:/A: pair could be read from the generator's output: {reply.text[:200]!r}"
         result.pairs = [
             QAPair(index=i, question=q, answer=a, program=p) for i, (q, a, p) in enumerate(parsed)
         ]
+        for pair in result.pairs:
+            if not pair.program:
+                pair.stage, pair.reason, pair.detail = (
+                    "program_failed",
+                    "no_program",
+                    "the pair came without a program",
+                )
+        runnable = [p for p in result.pairs if p.program]
 
         # 1. programmatic filter, in the sandbox (off the event loop: it blocks on the worker)
-        outcomes = await asyncio.to_thread(
-            self.sandbox.run, graph.to_dict(), [p.program for p in result.pairs]
-        )
-        for pair, outcome in zip(result.pairs, outcomes, strict=True):
+        outcomes = await asyncio.to_thread(self.sandbox.run, graph.to_dict(), [p.program for p in runnable])
+        for pair, outcome in zip(runnable, outcomes, strict=True):
             if not outcome.ok:
                 pair.stage, pair.reason, pair.detail = "program_failed", outcome.status, outcome.error
                 continue
