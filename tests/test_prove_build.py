@@ -284,3 +284,12 @@ def test_build_with_the_real_packaged_llm(
     )
     saved = json.loads((tmp_path / "real" / "images" / f"{next(iter(graphs))}.json").read_text())
     assert all(p["stage"] in ("program_failed", "wrong_answer", "filtered", "kept") for p in saved["pairs"])
+
+
+def test_unknown_image_id_is_named(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["build", "prove", "-g", str(TRI_HE_JSON), "--image-ids", "2374892,nope", "--out", str(tmp_path), "--no-cache"],
+    )
+    assert result.exit_code == 2
+    assert "'nope'" in result.output

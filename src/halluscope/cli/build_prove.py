@@ -37,6 +37,9 @@ def prove(
         Path | None, typer.Option(help="Image folder (default for tri-he: its images/).")
     ] = None,
     limit_images: Annotated[int | None, typer.Option(help="Only the first N images.")] = None,
+    image_ids: Annotated[
+        str | None, typer.Option(help="Only these image ids (comma-separated), after --limit-images.")
+    ] = None,
     pairs: Annotated[int, typer.Option(help="QA pairs to ask for per image (the paper: 10-15).")] = 12,
     llm: Annotated[
         str | None,
@@ -84,6 +87,12 @@ def prove(
         fail(str(error))
     if not graphs:
         fail(f"no scene graphs read from {scene_graphs}")
+    if image_ids:
+        wanted = [i.strip() for i in image_ids.split(",") if i.strip()]
+        unknown = [i for i in wanted if i not in graphs]
+        if unknown:
+            fail(f"no scene graph for image id(s) {', '.join(map(repr, unknown))} in {scene_graphs}")
+        graphs = {i: graphs[i] for i in wanted}
     store = open_cache(cache, no_cache)
     try:
         embedder = load_embedder(embedding_model, cache=store)
