@@ -25,6 +25,7 @@ class GraphFormat(StrEnum):
     TRI_HE = "tri-he"
     GQA = "gqa"
     VG = "vg"
+    SYNTHETIC = "synthetic"
 
 
 def load_graphs(path: Path, graph_format: GraphFormat, limit_images: int | None = None) -> dict[str, Any]:
@@ -40,6 +41,11 @@ def load_graphs(path: Path, graph_format: GraphFormat, limit_images: int | None 
         from halluscope.scene.vg import load_gqa_scene_graphs
 
         return load_gqa_scene_graphs(path, limit=limit_images)
+    if graph_format is GraphFormat.SYNTHETIC:
+        from halluscope.build.synthetic import load_scenes
+
+        scenes = load_scenes(path)
+        return {i: s.graph() for i, s in list(scenes.items())[:limit_images]}
     from halluscope.scene.vg import load_vg_scene_graphs
 
     return load_vg_scene_graphs(path, limit=limit_images)
@@ -206,6 +212,9 @@ def parallel(
     else:
         out_console.print("verified: 0 problems (negations flip the label, one correct option, content kept)")
     out_console.print(f"run it with: halluscope run --benchmark {benchmark} --data {out} --responses FILE ...")
+from halluscope.cli import build_prove as _build_prove  # noqa: E402  (registers ``build prove``)
+
+_build_prove.register(build_app)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,744 @@
+"""PROVE-style benchmarks from any scene graphs: LLM-written QA pairs, kept only when a program confirms them.
+
+Prabhu et al., "Trust but Verify: Programmatic VLM Evaluation in the Wild" (PROVE), Sec. 3.1. For each
+image an LLM sees the scene graph and the graph API and writes question–answer pairs, each with a Python
+function ``verify(g)`` that computes the answer from the graph. Then, as in the paper's funnel:
+
+1. **programmatic filter**: the function runs in :mod:`halluscope.sandbox` (never in this process); a pair
+   whose program fails is dropped (``program_failed``), and so is one whose program's answer disagrees
+   with the stated answer (``wrong_answer``, see :func:`answers_agree`);
+2. **text filters**: an LLM check for trivial, incomplete/ambiguous or unnatural pairs, a taboo-word list,
+   and semantic duplicates within the image by embeddings (``filtered``);
+3. what is left is ``kept``, and written in the released PROVE layout (image, caption, question, answer,
+   ``image_tuples``, ``qa_diff_tuples``) that ``halluscope run -b prove`` reads.
+
+Not done here: the paper's visual-entailment filter (no image–text entailment model installs offline); the
+image tuples are the graph's own facts, not tuples parsed from a dense caption.
+
+Every image's outcome is saved as it finishes (``images/<id>.json``), so a stopped build resumes where it
+stopped, and LLM calls go through the content-addressed cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from halluscope.jsonio import write_json_atomic
+from halluscope.scene.graph import SceneGraph
+
+#: Version of the prompts and the checks; part of each image's saved-state key.
+BUILD_VERSION = 2
+
+GENERATE_SYSTEM = (
+    "You write question-answer pairs that test whether someone really looked at an image, and for each pair "
+    "a short Python function that computes the answer from the image's scene graph. You follow the output "
+    "format exactly."
+)
+
+#: The API the programs see (the sandbox rebuilds it from SceneGraph.to_dict()).
+API_DOC = """\
+The function receives `g`, the scene graph of the image, with these methods (names match case-insensitively):
+  g.entities()                 -> list of entity names, e.g. ["man", "laptop", "desk"]
+  g.has_entity(name)           -> True or False
+  g.attributes(entity)         -> list of attribute words, e.g. ["black", "open"]
+  g.outgoing(entity)           -> relations where the entity is the subject
+  g.incoming(entity)           -> relations where the entity is the object
+  g.relations()                -> every relation
+  g.relations_between(a, b)    -> list of predicates linking a to b, e.g. ["on"]
+A relation r has r.subject, r.predicate and r.object (strings).
+You may import math, re, collections, itertools, statistics, string; nothing else. No files, no printing,
+no names starting with an underscore."""
+
+EXAMPLE = """\
+Scene graph:
+Objects: cup, table, chair, window.
+The cup is red, ceramic.
+The cup on the table.
+The chair next to the table.
+The window behind the chair.
+
+Q: What color is the cup sitting on the table?
+A: The cup on the table is red.
+```python
+def verify(g):
+    colours = ["red", "blue", "green", "white", "black", "yellow", "brown", "gray", "orange", "pink"]
+    for rel in g.incoming("table"):
+        if rel.predicate == "on":
+            for value in g.attributes(rel.subject):
+                if value in colours:
+                    return value
+    return "unknown"
+```
+
+Q: Is there anything behind the chair?
+A: Yes, there is a window behind the chair.
+```python
+def verify(g):
+    return any(rel.predicate == "behind" for rel in g.incoming("chair"))
+```
+
+Q: What is the chair placed next to?
+A: The chair is next to the table.
+```python
+def verify(g):
+    return [rel.object for rel in g.outgoing("chair") if rel.predicate == "next to"]
+```"""
+
+GENERATE_USER = """\
+{api}
+
+Here is an example of the format, for a different image:
+
+{example}
+
+Now the image to write about.
+
+Scene graph:
+{graph}
+
+Write {n} question-answer pairs about this image. Guidelines:
+- Ask what a person curious about the photo would ask, in a conversational tone, and vary the question \
+types (what, where, which, how many, is/are, how, who).
+- Each answer is one natural sentence that answers the question completely.
+- A question must not give away its answer, must not be answerable by common sense alone, and must point \
+to one thing unambiguously.
+- Never mention the scene graph, entities, attributes, relations or tuples in a question or answer.
+- Each function must be named verify, take g, compute the answer from g without hard-coding it, and \
+return the key of the answer: a string, a number, True/False for yes/no questions, or a list of strings.
+Use exactly the format of the example: "Q:", "A:", then the function in a ```python block."""
+
+FILTER_SYSTEM = "You review question-answer pairs about an image for a benchmark and flag the bad ones."
+
+FILTER_USER = """\
+Flag each pair that has one of these problems:
+- trivial: the question gives away the answer, or common sense answers it without looking \
+(e.g. "What colour are the green trees?" / "The trees are green.");
+- incomplete: the answer does not fully answer the question, or is vague or off-topic \
+(e.g. "What is on the table?" / "Something is there.");
+- unnatural: awkward, ungrammatical or ambiguous wording (e.g. "What state is the sign experiencing?").
+
+Pairs:
+{pairs}
+
+Answer with one line per pair, in order, exactly "<number>: ok" or "<number>: trivial", \
+"<number>: incomplete", "<number>: unnatural". No other text."""
+
+#: Words that, in our experience, mark low-quality or leaking questions (the graph's machinery showing
+#: through, or questions about the description rather than the image). Matched as whole words, any case.
+TABOO_WORDS: tuple[str, ...] = (
+    "scene graph", "graph", "entity", "entities", "attribute", "attributes", "relation", "relations",
+    "relationship", "tuple", "tuples", "node", "edge", "caption", "mentioned", "described", "listed",
+    "dataset", "program", "function", "verify",
+)  # fmt: skip
+
+_NUMBER_WORDS = {
+    "zero": 0, "no": 0, "none": 0, "one": 1, "a single": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}  # fmt: skip
+
+_FILTER_VERDICTS = ("ok", "trivial", "incomplete", "unnatural")
+
+
+class ProveBuildError(ValueError):
+    """Bad input to the builder (a QA file line, a missing scene graph), naming the item."""
+
+
+class BuildOptions(BaseModel):
+    """What shapes the build (part of each image's saved-state key, so changing one re-does the image)."""
+
+    pairs: int = Field(12, ge=1, le=30, description="QA pairs asked for per image (the paper: 10–15)")
+    answer_threshold: float = Field(
+        0.75, description="cosine above which a program answer equals the stated one"
+    )
+    duplicate_threshold: float = Field(
+        0.9, description="question cosine above which a later pair is a duplicate"
+    )
+    llm_filter: bool = True
+    #: Repair relations written object-first (Tri-HE's GQA-derived triplets), as ``build reefknot`` does.
+    orient: bool = False
+    taboo: tuple[str, ...] = TABOO_WORDS
+    max_tokens: int = 2400
+    seed: int = 0
+
+
+class QAPair(BaseModel):
+    """One generated pair and how far it got through the funnel."""
+
+    index: int
+    question: str
+    answer: str
+    program: str
+    #: program_failed | wrong_answer | filtered | kept
+    stage: str = "generated"
+    #: The sandbox outcome (ok, error, timeout, denied, ...), or for filtered pairs the filter's reason.
+    reason: str | None = None
+    detail: str | None = None
+    program_answer: Any = None
+    similarity: float | None = None
+
+
+class ImageResult(BaseModel):
+    image_id: str
+    key: str
+    pairs: list[QAPair] = Field(default_factory=list)
+    #: Why the image gave nothing (LLM error, unparseable output), if it did not.
+    error: str | None = None
+    seconds: float = 0.0
+    llm_filter_unchecked: int = 0
+
+
+# -- parsing the LLM's pairs ----------------------------------------------------------------------------
+
+#: "Q:", "**Q3:**", "Question 3:" at the start of a line (code is indented or fenced, so not matched).
+_Q_LINE = re.compile(r"^[*#>\- ]{0,3}Q(?:uestion)?\s*\d*\**\s*:\s*\**\s*(?P<text>.*)$", re.IGNORECASE)
+_A_LINE = re.compile(r"^[*#>\- ]{0,3}A(?:nswer)?\s*\d*\**\s*:\s*\**\s*(?P<text>.*)$", re.IGNORECASE)
+_FENCE = re.compile(r"```[a-zA-Z]*\s*\n(?P<code>.*?)```", re.DOTALL)
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.strip().strip("*").split())
+
+
+def parse_pairs(text: str) -> list[tuple[str, str, str]]:
+    """(question, answer, program) triples from the generator's output, in order.
+
+    The reply is cut into blocks at each "Q:" line; a block's answer is its first "A:" line and its program
+    the first fenced block (or, unfenced, the lines from ``def``). A block with a question and an answer but
+    no program comes back with program "" (it counts as a failed program); one without an answer is skipped.
+    """
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if _Q_LINE.match(line)]
+    found: list[tuple[str, str, str]] = []
+    for n, start in enumerate(starts):
+        block = lines[start : starts[n + 1] if n + 1 < len(starts) else len(lines)]
+        question_match = _Q_LINE.match(block[0])
+        question = _clean(question_match["text"]) if question_match else ""
+        answer = ""
+        for line in block[1:]:
+            answer_match = _A_LINE.match(line)
+            if answer_match:
+                answer = _clean(answer_match["text"])
+                break
+        if not question or not answer:
+            continue
+        body = "\n".join(block)
+        fenced = _FENCE.search(body)
+        code = fenced["code"] if fenced else ""
+        if not fenced:
+            defs = [i for i, line in enumerate(block) if line.lstrip().startswith("def ")]
+            code = "\n".join(block[defs[0] :]) if defs else ""
+        code = code.strip("\n")
+        found.append((question, answer, code + "\n" if "def " in code else ""))
+    return found
+
+
+def parse_filter_verdicts(text: str, n: int) -> dict[int, str]:
+    """Pair number (1-based) → verdict, for the lines that parse; others are left out (unchecked)."""
+    verdicts: dict[int, str] = {}
+    for line in text.splitlines():
+        match = re.match(r"\s*\**\s*(\d+)\s*\**\s*[:.)-]\s*\**\s*([a-zA-Z]+)", line)
+        if not match:
+            continue
+        number, word = int(match[1]), match[2].lower()
+        if 1 <= number <= n and word in _FILTER_VERDICTS:
+            verdicts.setdefault(number, word)
+    return verdicts
+
+
+# -- comparing a program's answer with the stated one ---------------------------------------------------
+
+
+def value_text(value: Any) -> str:
+    """A program's answer as text: lists joined with commas, True/False as yes/no."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(value_text(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {value_text(v)}" for k, v in value.items())
+    return "" if value is None else str(value)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def _numbers_in(text: str) -> set[float]:
+    lowered = f" {text.lower()} "
+    found = {float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", lowered)}
+    for word, number in _NUMBER_WORDS.items():
+        if re.search(rf"\b{word}\b", lowered):
+            found.add(float(number))
+    return found
+
+
+def answers_agree(
+    value: Any, answer: str, similarity: Callable[[str, str], float], threshold: float
+) -> tuple[bool, float | None, str]:
+    """Whether a program's answer states what the written answer states, the similarity used, and why.
+
+    - yes/no (a bool): the written answer says no ("no", "not", "none", "nothing") exactly when it is False;
+    - a number: the written answer must contain that number (digits or a word up to twelve);
+    - text or a list: every word of the program's answer appears in the written answer, or the two are
+      semantically equal by embedding cosine ≥ ``threshold``.
+    Embeddings alone would let "three" pass for "four" and "red" for "blue"; the checks above come first.
+    """
+    words = _words(answer)
+    if isinstance(value, bool):
+        says_no = bool({"no", "not", "none", "nope", "nothing"} & set(words))
+        agree = value is not says_no
+        return agree, None, "yes/no" if agree else f"program says {value_text(value)}"
+    if isinstance(value, (int, float)):
+        agree = float(value) in _numbers_in(answer)
+        return agree, None, "number" if agree else f"program counts {value}"
+    text = value_text(value).strip()
+    if not text:
+        agree = bool({"no", "none", "nothing", "not"} & set(words))
+        return agree, None, "empty" if agree else "program found nothing"
+    value_words = _words(text)
+    answer_words = set(words)
+    if value_words and all(w in answer_words for w in value_words):
+        return True, 1.0, "contained"
+    score = similarity(text, answer)
+    return score >= threshold, score, f"cosine {score:.2f}"
+
+
+# -- tuples in the released string format ---------------------------------------------------------------
+
+_SPATIAL = {
+    "on", "in", "under", "above", "below", "behind", "next to", "beside", "near", "in front of", "inside",
+    "on top of", "left of", "right of", "to the left of", "to the right of", "by", "against", "around",
+    "over", "beneath", "across", "along", "between", "at", "outside", "sitting on", "standing on",
+    "lying on", "hanging on", "parked on", "sitting at",
+}  # fmt: skip
+_COLOURS = {
+    "red", "blue", "green", "yellow", "black", "white", "gray", "grey", "brown", "orange", "pink", "purple",
+    "silver", "gold", "beige", "tan", "dark", "light",
+}  # fmt: skip
+
+
+def graph_tuples(graph: SceneGraph) -> list[str]:
+    """The graph's facts as Davidsonian tuple strings in PROVE's released format.
+
+    A local stand-in for ``halluscope.scene.tuples`` (built in parallel): entities "entity - whole (x)",
+    attributes "attribute - color|other (x, v)", relations "relation - spatial|action (s, o, p)", counts
+    "other - count (x, ==n)" for names the source lists more than once. Switch to scene.tuples at merge.
+    """
+    out: list[str] = []
+    for name in graph.entities():
+        out.append(f"entity - whole ({name})")
+    for name in graph.entities():
+        for value in graph.attributes(name):
+            kind = "color" if set(_words(value)) & _COLOURS else "other"
+            out.append(f"attribute - {kind} ({name}, {value})")
+    for rel in graph.relations():
+        kind = "spatial" if rel.predicate.lower() in _SPATIAL else "action"
+        out.append(f"relation - {kind} ({rel.subject}, {rel.object}, {rel.predicate})")
+    counts = Counter(n.lower() for n in graph.object_names)
+    for name, count in counts.items():
+        if count > 1:
+            out.append(f"other - count ({name}, =={count})")
+    return list(dict.fromkeys(out))
+
+
+def _tuple_words(text: str) -> list[str]:
+    body = text[text.find("(") + 1 : text.rfind(")")]
+    return [w for w in _words(body) if w not in ("the", "a", "an", "of")]
+
+
+def qa_diff_tuples(image_tuples: Sequence[str], question: str, answer: str) -> list[str]:
+    """Image tuples the answer states and the question does not already state (PROVE's answer − question).
+
+    A word-overlap stand-in for extracting tuples from the answer text: a tuple counts as stated by a text
+    when all its words occur in it.
+    """
+    q_words, a_words = set(_words(question)), set(_words(answer))
+    diff = []
+    for text in image_tuples:
+        words = _tuple_words(text)
+        if words and all(w in a_words for w in words) and not all(w in q_words for w in words):
+            diff.append(text)
+    return diff
+
+
+# -- the builder ----------------------------------------------------------------------------------------
+
+
+def image_key(graph: SceneGraph, options: BuildOptions, llm_identity: Mapping[str, Any]) -> str:
+    """What an image's saved result depends on: graph content, options, LLM, prompt version."""
+    payload = json.dumps(
+        [BUILD_VERSION, graph.fingerprint(), options.model_dump(mode="json"), dict(llm_identity)],
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def prepare_graphs(graphs: Mapping[str, SceneGraph], orient: bool) -> dict[str, SceneGraph]:
+    """The graphs the LLM and the programs see: with ``orient``, relations written object-first are
+    repaired the way ``build reefknot`` does ("(laptop, using, man)" → man using laptop). ``--verify``
+    must see the same graphs as the build did."""
+    if not orient:
+        return dict(graphs)
+    from halluscope.build.reefknot import _oriented_graph
+
+    return {image_id: _oriented_graph(graph, True) for image_id, graph in graphs.items()}
+
+
+def _safe_name(image_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", image_id)[:100] or "image"
+
+
+class ProveBuilder:
+    """Builds one image at a time; needs a chat client, an embedder and a sandbox."""
+
+    def __init__(self, client: Any, embedder: Any, sandbox: Any, options: BuildOptions) -> None:
+        self.client = client
+        self.embedder = embedder
+        self.sandbox = sandbox
+        self.options = options
+
+    def similarity(self, a: str, b: str) -> float:
+        vectors = self.embedder.encode([a, b])
+        return float(vectors[0] @ vectors[1])
+
+    async def build_image(self, graph: SceneGraph) -> ImageResult:
+        image_id = str(graph.image_id)
+        started = time.perf_counter()
+        result = ImageResult(image_id=image_id, key=image_key(graph, self.options, self.client.identity()))
+        prompt = GENERATE_USER.format(
+            api=API_DOC, example=EXAMPLE, graph=graph.describe(), n=self.options.pairs
+        )
+        from halluscope.llm.client import LLMError
+
+        try:
+            reply = await self.client.chat(
+                [{"role": "system", "content": GENERATE_SYSTEM}, {"role": "user", "content": prompt}],
+                max_tokens=self.options.max_tokens,
+                seed=self.options.seed,
+            )
+        except LLMError as error:
+            result.error = f"the generator LLM failed: {error}"
+            result.seconds = time.perf_counter() - started
+            return result
+        parsed = parse_pairs(reply.text)
+        if not parsed:
+            result.error = f"no Q:/A: pair could be read from the generator's output: {reply.text[:200]!r}"
+        result.pairs = [
+            QAPair(index=i, question=q, answer=a, program=p) for i, (q, a, p) in enumerate(parsed)
+        ]
+        for pair in result.pairs:
+            if not pair.program:
+                pair.stage, pair.reason, pair.detail = (
+                    "program_failed",
+                    "no_program",
+                    "the pair came without a program",
+                )
+        runnable = [p for p in result.pairs if p.program]
+
+        # 1. programmatic filter, in the sandbox (off the event loop: it blocks on the worker)
+        outcomes = await asyncio.to_thread(self.sandbox.run, graph.to_dict(), [p.program for p in runnable])
+        for pair, outcome in zip(runnable, outcomes, strict=True):
+            if not outcome.ok:
+                pair.stage, pair.reason, pair.detail = "program_failed", outcome.status, outcome.error
+                continue
+            pair.program_answer = outcome.value
+            agree, score, why = answers_agree(
+                outcome.value, pair.answer, self.similarity, self.options.answer_threshold
+            )
+            pair.similarity = score
+            if not agree:
+                pair.stage, pair.reason, pair.detail = "wrong_answer", "disagrees", why
+            else:
+                pair.detail = why
+        survivors = [p for p in result.pairs if p.stage == "generated"]
+
+        # 2. text filters: taboo words, LLM check, semantic duplicates
+        for pair in survivors:
+            hit = self._taboo(pair.question + " " + pair.answer)
+            if hit:
+                pair.stage, pair.reason, pair.detail = "filtered", "taboo", f"uses {hit!r}"
+        survivors = [p for p in survivors if p.stage == "generated"]
+        if self.options.llm_filter and survivors:
+            result.llm_filter_unchecked = await self._llm_filter(survivors)
+        survivors = [p for p in survivors if p.stage == "generated"]
+        self._dedupe(survivors)
+        for pair in survivors:
+            if pair.stage == "generated":
+                pair.stage = "kept"
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def _taboo(self, text: str) -> str | None:
+        lowered = text.lower()
+        for word in self.options.taboo:
+            if re.search(rf"\b{re.escape(word.lower())}\b", lowered):
+                return word
+        return None
+
+    async def _llm_filter(self, pairs: list[QAPair]) -> int:
+        """Mark pairs the LLM calls trivial/incomplete/unnatural; returns how many it left unjudged (kept)."""
+        from halluscope.llm.client import LLMError
+
+        listing = "\n".join(
+            f"{n}. Question: {p.question}\n   Answer: {p.answer}" for n, p in enumerate(pairs, 1)
+        )
+        try:
+            reply = await self.client.chat(
+                [
+                    {"role": "system", "content": FILTER_SYSTEM},
+                    {"role": "user", "content": FILTER_USER.format(pairs=listing)},
+                ],
+                max_tokens=12 * len(pairs) + 20,
+                seed=self.options.seed,
+            )
+        except LLMError:
+            return len(pairs)
+        verdicts = parse_filter_verdicts(reply.text, len(pairs))
+        for number, pair in enumerate(pairs, 1):
+            verdict = verdicts.get(number)
+            if verdict and verdict != "ok":
+                pair.stage, pair.reason, pair.detail = "filtered", f"llm_{verdict}", "judged " + verdict
+        return sum(1 for n in range(1, len(pairs) + 1) if n not in verdicts)
+
+    def _dedupe(self, pairs: list[QAPair]) -> None:
+        if len(pairs) < 2:
+            return
+        vectors = self.embedder.encode([p.question for p in pairs])
+        for i, pair in enumerate(pairs):
+            for j in range(i):
+                if (
+                    pairs[j].stage == "generated"
+                    and float(vectors[i] @ vectors[j]) >= self.options.duplicate_threshold
+                ):
+                    pair.stage, pair.reason, pair.detail = (
+                        "filtered",
+                        "duplicate",
+                        f"repeats pair {pairs[j].index}",
+                    )
+                    break
+
+
+# -- the whole build --------------------------------------------------------------------------------------
+
+FUNNEL_STAGES = ("program_failed", "wrong_answer", "filtered", "kept")
+
+
+def funnel(results: Sequence[ImageResult]) -> dict[str, Any]:
+    """The paper's funnel: generated → program failed / wrong answer / filtered / kept, with reasons."""
+    pairs = [p for r in results for p in r.pairs]
+    stages = Counter(p.stage for p in pairs)
+    reasons: dict[str, Counter[str]] = {s: Counter() for s in FUNNEL_STAGES if s != "kept"}
+    for pair in pairs:
+        if pair.stage in reasons and pair.reason:
+            reasons[pair.stage][pair.reason] += 1
+    total = len(pairs)
+    return {
+        "images": len(results),
+        "images_without_pairs": sum(1 for r in results if r.error),
+        "generated": total,
+        **{stage: stages.get(stage, 0) for stage in FUNNEL_STAGES},
+        "percent": {
+            stage: round(100 * stages.get(stage, 0) / total, 1) if total else 0.0 for stage in FUNNEL_STAGES
+        },
+        "reasons": {stage: dict(counter.most_common()) for stage, counter in reasons.items()},
+        # Small models repeat themselves: pairs identical to an earlier pair of the same image (each still
+        # goes through the funnel; most end as duplicates or share the first one's fate).
+        "repeated_verbatim": sum(
+            len(r.pairs) - len({(p.question.lower(), p.answer.lower()) for p in r.pairs}) for r in results
+        ),
+        "llm_filter_unchecked": sum(r.llm_filter_unchecked for r in results),
+        "seconds": round(sum(r.seconds for r in results), 1),
+    }
+
+
+def released_rows(
+    results: Sequence[ImageResult], graphs: Mapping[str, SceneGraph], images: Path | None
+) -> list[dict[str, Any]]:
+    """Kept pairs in PROVE's released layout (plus halluscope's own id, image_id and program fields)."""
+    rows: list[dict[str, Any]] = []
+    for result in results:
+        graph = graphs[result.image_id]
+        tuples = graph_tuples(graph)
+        image = str(images / f"{result.image_id}.jpg") if images else f"{result.image_id}.jpg"
+        kept = [p for p in result.pairs if p.stage == "kept"]
+        for pair in kept:
+            rows.append(
+                {
+                    "id": f"{result.image_id}-{pair.index}",
+                    "image_id": result.image_id,
+                    "image": image,
+                    "caption": graph.caption or graph.describe(),
+                    "question": pair.question,
+                    "answer": pair.answer,
+                    "image_tuples": tuples,
+                    "qa_diff_tuples": qa_diff_tuples(tuples, pair.question, pair.answer),
+                    "program": pair.program,
+                    "program_answer": pair.program_answer,
+                }
+            )
+    return rows
+
+
+async def build_prove_async(
+    graphs: Mapping[str, SceneGraph],
+    out: Path,
+    builder: ProveBuilder,
+    *,
+    images: Path | None = None,
+    progress: Callable[[str, ImageResult, bool], None] | None = None,
+) -> dict[str, Any]:
+    """Build every image (reusing saved ones whose key matches), then write the benchmark files.
+
+    Files in ``out``: ``images/<id>.json`` (every pair and its fate), ``prove.json`` (kept pairs, released
+    layout), ``qa.jsonl`` (kept pairs as {image_id, question, answer, program}, for ``--verify``), and
+    ``build.json`` (options, funnel, timing).
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    per_image = out / "images"
+    per_image.mkdir(exist_ok=True)
+    started = time.perf_counter()
+    results: list[ImageResult] = []
+    reused = 0
+    graphs = prepare_graphs(graphs, builder.options.orient)
+    for image_id, graph in graphs.items():
+        path = per_image / f"{_safe_name(image_id)}.json"
+        key = image_key(graph, builder.options, builder.client.identity())
+        saved: ImageResult | None = None
+        if path.exists():
+            try:
+                saved = ImageResult.model_validate_json(path.read_text(encoding="utf-8"))
+            except ValueError:
+                saved = None
+        if saved is not None and saved.key == key and saved.image_id == image_id and not saved.error:
+            results.append(saved)
+            reused += 1
+            if progress:
+                progress(image_id, saved, True)
+            continue
+        result = await builder.build_image(graph)
+        write_json_atomic(path, result.model_dump(mode="json"))
+        results.append(result)
+        if progress:
+            progress(image_id, result, False)
+    rows = released_rows(results, graphs, images)
+    write_json_atomic(out / "prove.json", rows)
+    from halluscope.jsonio import write_jsonl_atomic
+
+    write_jsonl_atomic(
+        out / "qa.jsonl",
+        [{k: r[k] for k in ("id", "image_id", "question", "answer", "program")} for r in rows],
+    )
+    summary = {
+        "builder": "prove",
+        "version": BUILD_VERSION,
+        "options": builder.options.model_dump(mode="json"),
+        "llm": builder.client.identity(),
+        "embedder": builder.embedder.identity(),
+        "funnel": funnel(results),
+        "images_reused": reused,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "errors": {r.image_id: r.error for r in results if r.error},
+    }
+    write_json_atomic(out / "build.json", summary)
+    return summary
+
+
+# -- re-checking a published QA file ---------------------------------------------------------------------
+
+
+class VerifyRow(BaseModel):
+    line: int
+    id: str | None = None
+    image_id: str
+    question: str
+    answer: str
+    #: ok (program confirms the answer) | wrong_answer | missing_graph | bad_line | a sandbox outcome
+    outcome: str
+    detail: str | None = None
+    program_answer: Any = None
+
+
+def read_qa_file(path: Path) -> list[tuple[int, dict[str, Any] | None, str | None]]:
+    """(line number, record or None, problem) for each non-blank line of a QA JSONL file."""
+    from halluscope.jsonio import iter_jsonl
+
+    rows: list[tuple[int, dict[str, Any] | None, str | None]] = []
+    for line in iter_jsonl(path):
+        if not line.ok:
+            rows.append((line.number, None, line.error or "not valid JSON"))
+            continue
+        record = line.value
+        if not isinstance(record, dict):
+            rows.append((line.number, None, "not a JSON object"))
+            continue
+        missing = [
+            k
+            for k in ("image_id", "question", "answer", "program")
+            if not isinstance(record.get(k), str) or not record.get(k)
+        ]
+        if missing:
+            rows.append((line.number, None, f"missing or empty field(s): {', '.join(missing)}"))
+            continue
+        rows.append((line.number, record, None))
+    return rows
+
+
+def verify_qa_file(
+    path: Path,
+    graphs: Mapping[str, SceneGraph],
+    sandbox: Any,
+    similarity: Callable[[str, str], float],
+    threshold: float = 0.75,
+) -> list[VerifyRow]:
+    """Re-run every program of a QA file against its image's graph (no LLM) and name each outcome."""
+    out: list[VerifyRow] = []
+    by_image: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for number, record, problem in read_qa_file(path):
+        if record is None:
+            out.append(
+                VerifyRow(
+                    line=number,
+                    image_id="",
+                    question="",
+                    answer="",
+                    outcome="bad_line",
+                    detail=f"{path}:{number}: {problem}",
+                )
+            )
+            continue
+        by_image.setdefault(str(record["image_id"]), []).append((number, record))
+    for image_id, items in by_image.items():
+        graph = graphs.get(image_id)
+        if graph is None:
+            for number, record in items:
+                out.append(
+                    VerifyRow(
+                        line=number, id=record.get("id"), image_id=image_id, question=record["question"],
+                        answer=record["answer"], outcome="missing_graph",
+                        detail=f"{path}:{number}: no scene graph for image id {image_id!r}",
+                    )
+                )  # fmt: skip
+            continue
+        results = sandbox.run(graph.to_dict(), [r["program"] for _, r in items])
+        for (number, record), outcome in zip(items, results, strict=True):
+            row = VerifyRow(
+                line=number, id=record.get("id"), image_id=image_id, question=record["question"],
+                answer=record["answer"], outcome=outcome.status, detail=outcome.error,
+            )  # fmt: skip
+            if outcome.ok:
+                row.program_answer = outcome.value
+                agree, _, why = answers_agree(outcome.value, record["answer"], similarity, threshold)
+                row.outcome, row.detail = ("ok", why) if agree else ("wrong_answer", why)
+            out.append(row)
+    out.sort(key=lambda r: r.line)
+    return out

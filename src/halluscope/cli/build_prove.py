@@ -1,0 +1,262 @@
+"""``halluscope build prove``: PROVE-style QA pairs with verification programs, and ``--verify`` to re-check.
+
+Registered on the ``build`` sub-app by :mod:`halluscope.cli.build`. Heavy imports stay inside the command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from halluscope.cli.build import GraphFormat, load_graphs
+from halluscope.cli.common import console, fail, open_cache
+
+
+def prove(
+    scene_graphs: Annotated[Path, typer.Option("--scene-graphs", "-g", help="Scene-graph file or folder.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output folder (build), or report file (--verify).")
+    ] = None,
+    graph_format: Annotated[
+        GraphFormat,
+        typer.Option("--format", "-f", help="tri-he, gqa, vg, or synthetic (a `build synthetic` folder)."),
+    ] = GraphFormat.TRI_HE,
+    verify: Annotated[
+        Path | None,
+        typer.Option(
+            help="Re-run the programs of this QA file ({image_id, question, answer, program} per line) "
+            "against the scene graphs, with no LLM, and report each one's outcome."
+        ),
+    ] = None,
+    images: Annotated[
+        Path | None, typer.Option(help="Image folder (default for tri-he: its images/).")
+    ] = None,
+    limit_images: Annotated[int | None, typer.Option(help="Only the first N images.")] = None,
+    image_ids: Annotated[
+        str | None, typer.Option(help="Only these image ids (comma-separated), after --limit-images.")
+    ] = None,
+    pairs: Annotated[int, typer.Option(help="QA pairs to ask for per image (the paper: 10-15).")] = 12,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            help="Generator/filter model on --base-url (default: the packaged Qwen2.5-Coder, run locally)."
+        ),
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint for --llm.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(help="Environment variable holding the endpoint's API key.")
+    ] = None,
+    answer_threshold: Annotated[
+        float, typer.Option(help="Embedding cosine at which a program's answer equals the stated one.")
+    ] = 0.75,
+    duplicate_threshold: Annotated[
+        float, typer.Option(help="Question cosine at which a later pair of an image is a duplicate.")
+    ] = 0.9,
+    llm_filter: Annotated[
+        bool,
+        typer.Option(
+            "--llm-filter/--no-llm-filter", help="LLM check for trivial/incomplete/unnatural pairs."
+        ),
+    ] = True,
+    orient: Annotated[
+        bool | None,
+        typer.Option("--orient/--no-orient", help="Repair object-first relations (default: on for tri-he)."),
+    ] = None,
+    cpu_s: Annotated[int, typer.Option(help="CPU seconds per program.")] = 2,
+    memory_mb: Annotated[int, typer.Option(help="Memory per program, MiB.")] = 256,
+    embedding_model: Annotated[
+        str | None, typer.Option(help="sentence-transformers model (default: the packaged MiniLM).")
+    ] = None,
+    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
+) -> None:
+    """PROVE-style QA pairs, each kept only if its program, run in the sandbox over the graph, confirms it."""
+    from halluscope.build.prove import BuildOptions, ProveBuildError
+    from halluscope.embeddings import EmbeddingModelError, load_embedder
+    from halluscope.sandbox import Limits, Sandbox, SandboxUnavailableError
+    from halluscope.scene.vg import SceneGraphFormatError
+
+    try:
+        graphs = load_graphs(scene_graphs, graph_format, limit_images)
+    except (SceneGraphFormatError, ValueError, OSError) as error:
+        fail(str(error))
+    if not graphs:
+        fail(f"no scene graphs read from {scene_graphs}")
+    if image_ids:
+        wanted = [i.strip() for i in image_ids.split(",") if i.strip()]
+        unknown = [i for i in wanted if i not in graphs]
+        if unknown:
+            fail(f"no scene graph for image id(s) {', '.join(map(repr, unknown))} in {scene_graphs}")
+        graphs = {i: graphs[i] for i in wanted}
+    store = open_cache(cache, no_cache)
+    try:
+        embedder = load_embedder(embedding_model, cache=store)
+    except EmbeddingModelError as error:
+        fail(str(error))
+    limits = Limits(cpu_s=cpu_s, memory_mb=memory_mb)
+    try:
+        with Sandbox(limits=limits) as sandbox:
+            do_orient = graph_format is GraphFormat.TRI_HE if orient is None else orient
+            if verify is not None:
+                from halluscope.build.prove import prepare_graphs
+
+                _verify(verify, prepare_graphs(graphs, do_orient), sandbox, embedder, answer_threshold, out)
+                return
+            if out is None:
+                fail("--out is needed to build (the folder the benchmark is written to)")
+            assert out is not None
+            options = BuildOptions(
+                pairs=pairs,
+                answer_threshold=answer_threshold,
+                duplicate_threshold=duplicate_threshold,
+                llm_filter=llm_filter,
+                orient=do_orient,
+            )
+            if images is None and graph_format is GraphFormat.TRI_HE:
+                candidate = (scene_graphs if scene_graphs.is_dir() else scene_graphs.parent) / "images"
+                images = candidate if candidate.is_dir() else None
+            summary = _build(
+                graphs, out, options, sandbox, embedder, store, llm, base_url, api_key_env, images
+            )
+    except SandboxUnavailableError as error:
+        fail(str(error))
+    except ProveBuildError as error:
+        fail(str(error))
+    _print_funnel(summary, out)
+
+
+def _build(
+    graphs: dict[str, Any],
+    out: Path,
+    options: Any,
+    sandbox: Any,
+    embedder: Any,
+    store: Any,
+    llm: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    images: Path | None,
+) -> dict[str, Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from halluscope.build.prove import ProveBuilder, build_prove_async
+    from halluscope.llm.client import stage_client
+
+    with contextlib.ExitStack() as stack:
+        if llm is None and base_url is None:
+            from halluscope.llm.offline import (
+                PACKAGED_MODEL_NAME,
+                LocalServerError,
+                OfflineModelError,
+                llama_server,
+            )
+
+            console(stderr=True).print(
+                "starting the packaged Qwen2.5-Coder on llama.cpp (no --llm given) ..."
+            )
+            try:
+                server = stack.enter_context(llama_server(n_ctx=6144))
+            except (LocalServerError, OfflineModelError) as error:
+                fail(f"no --llm given and the packaged model could not start: {error}")
+            llm, base_url = PACKAGED_MODEL_NAME, server.base_url
+        try:
+            client = stage_client(
+                "build prove", model=llm, base_url=base_url, api_key_env=api_key_env,
+                concurrency=1, timeout_s=900.0, cache=store,
+            )  # fmt: skip
+        except ValueError as error:
+            fail(str(error))
+        builder = ProveBuilder(client, embedder, sandbox, options)
+        with Progress(
+            TextColumn("[bold]build prove"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.description}"), console=console(stderr=True), transient=False,
+        ) as bar:  # fmt: skip
+            task = bar.add_task("", total=len(graphs))
+
+            def progress(image_id: str, result: Any, reused: bool) -> None:
+                kept = sum(1 for p in result.pairs if p.stage == "kept")
+                note = "saved" if reused else f"{result.seconds:.0f} s"
+                bar.update(
+                    task, advance=1, description=f"{image_id}: {kept}/{len(result.pairs)} kept ({note})"
+                )
+
+            async def go() -> dict[str, Any]:
+                try:
+                    return await build_prove_async(graphs, out, builder, images=images, progress=progress)
+                finally:
+                    await client.aclose()
+
+            return asyncio.run(go())
+
+
+def _print_funnel(summary: dict[str, Any], out: Path | None) -> None:
+    from rich.table import Table
+
+    f = summary["funnel"]
+    table = Table(title=f"PROVE-style build — {out}")
+    table.add_column("stage")
+    table.add_column("pairs", justify="right")
+    table.add_column("%", justify="right")
+    table.add_column("reasons")
+    table.add_row("generated", str(f["generated"]), "100", f"{f['images']} images")
+    for stage in ("program_failed", "wrong_answer", "filtered", "kept"):
+        reasons = ", ".join(f"{k} {v}" for k, v in f["reasons"].get(stage, {}).items())
+        table.add_row(stage.replace("_", " "), str(f[stage]), f"{f['percent'][stage]:g}", reasons)
+    out_console = console()
+    out_console.print(table)
+    if summary["errors"]:
+        err = console(stderr=True)
+        for image_id, error in summary["errors"].items():
+            err.print(f"[yellow]image {image_id}: {error}[/yellow]")
+    out_console.print(
+        f"{summary['wall_seconds']:g} s; score answers with: halluscope run -b prove --data {out}"
+    )
+
+
+def _verify(
+    path: Path, graphs: dict[str, Any], sandbox: Any, embedder: Any, threshold: float, out: Path | None
+) -> None:
+    from collections import Counter
+
+    from rich.table import Table
+
+    from halluscope.build.prove import verify_qa_file
+    from halluscope.jsonio import write_json_atomic
+
+    if not path.is_file():
+        fail(f"no QA file at {path}")
+
+    def similarity(a: str, b: str) -> float:
+        vectors = embedder.encode([a, b])
+        return float(vectors[0] @ vectors[1])
+
+    rows = verify_qa_file(path, graphs, sandbox, similarity, threshold)
+    table = Table(title=f"verification programs — {path}")
+    for column in ("line", "image", "outcome", "program answer / problem"):
+        table.add_column(column)
+    for row in rows:
+        shown = (
+            json.dumps(row.program_answer) if row.outcome in ("ok", "wrong_answer") else (row.detail or "")
+        )
+        style = "green" if row.outcome == "ok" else "red"
+        table.add_row(str(row.line), row.image_id, f"[{style}]{row.outcome}[/{style}]", shown[:100])
+    out_console = console()
+    out_console.print(table)
+    counts = Counter(r.outcome for r in rows)
+    out_console.print(", ".join(f"{k} {v}" for k, v in counts.most_common()))
+    if out is not None:
+        write_json_atomic(
+            out,
+            {"file": str(path), "counts": dict(counts), "rows": [r.model_dump(mode="json") for r in rows]},
+        )
+    if any(r.outcome != "ok" for r in rows):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("prove")(prove)
