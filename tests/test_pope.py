@@ -163,3 +163,28 @@ def test_missing_data_is_a_clear_error(tmp_path: Path) -> None:
     bench = Pope(tmp_path)
     with pytest.raises(ClosedDataError, match="item 0: missing field"):
         list(bench.samples())
+
+
+def test_quality_reads_pope_runs_and_counts_existence(tmp_path: Path) -> None:
+    """HQM accepts POPE runs: a test-retest correlation across models and POPE in the coverage table."""
+    import random
+
+    from halluscope.quality.assess import assess
+
+    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"], limit=60)
+    samples = list(bench.samples())
+    for rep in ("a", "b"):
+        for k, accuracy in enumerate((0.95, 0.8, 0.65, 0.5)):
+            rng = random.Random(f"{rep}{k}")
+            responses = {}
+            for s in samples:
+                right = rng.random() < accuracy
+                label = s.metadata["label"] if right else ("no" if s.metadata["label"] == "yes" else "yes")
+                responses[s.id] = Response(id=s.id, response=label.capitalize() + ".")
+            run_benchmark(bench, responses, ScoringContext(cache=Cache(None)), tmp_path / rep / f"m{k}",
+                          show_progress=False)
+    report = assess([str(tmp_path / "a")], "accuracy", retest=[str(tmp_path / "b")], resamples=200)
+    dumped = report.model_dump()
+    assert "pope" in json.dumps(dumped)
+    (column,) = [c for c in dumped["coverage"]["benchmarks"] if c["benchmark"] == "pope"]
+    assert column["counts"] == {"object": 60}

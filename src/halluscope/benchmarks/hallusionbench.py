@@ -224,6 +224,7 @@ class HallusionBench(Benchmark):
         for sample, response in pairs:
             meta = sample.metadata
             extras: dict[str, Any] = {k: meta[k] for k in (*_ID_FIELDS, "visual_input", "label")}
+            extras["type"] = meta["subcategory"]  # what ``halluscope quality``'s coverage table counts
             failure = None if response is not None else "no response for this sample"
             if response is not None:
                 reading = parsed[sample.id]

@@ -50,7 +50,8 @@ __all__ = ["SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
 SOURCES = ("coco", "aokvqa", "gqa")
 SETTINGS = ("random", "popular", "adversarial")
 OFFICIAL_BASE = "https://raw.githubusercontent.com/RUCAIBox/POPE/main/output/"
-_RECORD_FIELDS = ("source", "setting", "question_id")
+#: ``type`` is the hallucination type every POPE item probes (read by ``halluscope quality``'s coverage).
+_RECORD_FIELDS = ("source", "setting", "question_id", "type")
 
 
 def pope_file_name(source: str, setting: str) -> str:
@@ -181,6 +182,7 @@ class Pope(Benchmark):
                         "source": source,
                         "setting": setting,
                         "question_id": row["question_id"],
+                        "type": "existence",
                         "label": str(row["label"]).lower(),
                         "line": line,
                         "image": image,

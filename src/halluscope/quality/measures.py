@@ -129,6 +129,10 @@ _ALIASES = {
     "cognitive": "relation/cognitive", "cognition": "relation/cognitive",
     "action": "action", "count": "counting", "counting": "counting",
     "environment": "environment", "comparison": "comparison", "ocr": "ocr",
+    # AMBER's annotation types.
+    "generative": "object", "discriminative-hallucination": "object",
+    "discriminative-attribute-state": "attribute", "discriminative-attribute-number": "counting",
+    "discriminative-attribute-action": "action", "discriminative-relation": "relation",
 }
 
 
