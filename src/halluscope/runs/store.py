@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from halluscope.jsonio import iter_jsonl
+from halluscope.jsonio import iter_jsonl, write_jsonl_atomic
 from halluscope.types import MetricsReport, SampleRecord
 
 SPEC_FILE = "spec.json"
@@ -113,14 +113,7 @@ def read_records(run_dir: Path) -> list[SampleRecord]:
 
 def rewrite_records(run_dir: Path, records: Iterable[SampleRecord]) -> None:
     """Replace the log atomically (used on resume to drop torn lines and failed samples to redo)."""
-    path = Path(run_dir) / SAMPLES_FILE
-    tmp = path.with_suffix(".jsonl.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(record.model_dump_json() + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    tmp.replace(path)
+    write_jsonl_atomic(Path(run_dir) / SAMPLES_FILE, (r.model_dump_json() for r in records), fsync=True)
 
 
 class RecordWriter:
