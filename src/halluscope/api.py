@@ -11,10 +11,6 @@ and in Jupyter.
 
 from __future__ import annotations
 
-import asyncio
-import tempfile
-import threading
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,6 +222,9 @@ def evaluate(
     ``only_answered``, ``strict``, ``overwrite``, ``cache``, ``chunk_size``, ``max_tokens``,
     ``concurrency`` and ``progress`` are the flags of the same names.
     """
+    import asyncio  # here, not at the top: `import halluscope` (and `halluscope --help`) stays light
+    import threading
+
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise TypeError(f"evaluate() got unknown option(s) {unknown}; known: {sorted(_OPTIONS)}")
@@ -285,6 +284,10 @@ def _evaluate(
     concurrency: int = 4,
     progress: bool = False,
 ) -> EvaluationResult:
+    import asyncio
+    import tempfile
+    import warnings
+
     from halluscope.cache import Cache
     from halluscope.claims import EXTRACTORS
     from halluscope.judges import JUDGES
