@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "halluscope.cli.synthetic",
     "halluscope.cli.validate",
     "halluscope.cli.demo",
+    "halluscope.cli.serve",
 ]
 
 
