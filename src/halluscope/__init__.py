@@ -5,6 +5,7 @@ The public nouns are few: :class:`Sample`, :class:`Response`, :class:`Claim`, :c
 benchmarks, models, extractors and judges. Everything heavy is imported lazily.
 """
 
+from halluscope.api import EvaluationResult, evaluate, load_run
 from halluscope.types import (
     Claim,
     ErrorType,
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Claim",
     "ErrorType",
+    "EvaluationResult",
     "JudgedClaim",
     "Response",
     "Sample",
@@ -28,4 +30,6 @@ __all__ = [
     "Verdict",
     "VerdictLabel",
     "__version__",
+    "evaluate",
+    "load_run",
 ]

@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.cache import default_cache_dir
+from halluscope.gcpause import gc_paused
 from halluscope.jsonio import iter_jsonl
 from halluscope.judges.answers import (
     ParsedAnswer,
@@ -406,6 +407,16 @@ class Reefknot(Benchmark):
         )
 
     def samples(self) -> Iterator[Sample]:
+        # Built once per benchmark object: `halluscope run` asks for the samples several times (ids, the
+        # ids of the unlimited benchmark, the runner), and building 21,560 of them is most of the loading.
+        yield from self._samples
+
+    @cached_property
+    def _samples(self) -> list[Sample]:
+        with gc_paused():
+            return list(self._build_samples())
+
+    def _build_samples(self) -> Iterator[Sample]:
         quota = self._quota()
         for task in TASKS:
             if task not in self.files:
@@ -557,6 +568,18 @@ class Reefknot(Benchmark):
     async def score_many(
         self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
     ) -> list[SampleRecord]:
+        # The synchronous steps build many small acyclic objects: the collector is paused there (see
+        # halluscope.gcpause), never across the VQA judge's await, where other work may run.
+        with gc_paused():
+            states, vqa = self._score_closed_items(pairs)
+        await self._score_vqa(vqa, ctx)
+        with gc_paused():
+            return self._records(states)
+
+    def _score_closed_items(
+        self, pairs: Sequence[tuple[Sample, Response | None]]
+    ) -> tuple[list[_ScoreState], list[_ScoreState]]:
+        """Every pair's state; yes/no and MCQ scored now, VQA states returned for the entailment judge."""
         states = [_ScoreState(sample, response) for sample, response in pairs]
         vqa: list[_ScoreState] = []
         for state in states:
@@ -584,8 +607,9 @@ class Reefknot(Benchmark):
                 if probs:
                     state.extras["answer_probs"] = probs
                     state.extras["entropy"] = entropy_bits(list(probs.values()))
-        await self._score_vqa(vqa, ctx)
+        return states, vqa
 
+    def _records(self, states: list[_ScoreState]) -> list[SampleRecord]:
         records = []
         for state in states:
             extras = state.extras
@@ -614,4 +638,5 @@ class Reefknot(Benchmark):
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.reefknot import reefknot_metrics
 
-        return reefknot_metrics(records, benchmark=self.name, entropy_threshold=self.entropy_threshold)
+        with gc_paused():
+            return reefknot_metrics(records, benchmark=self.name, entropy_threshold=self.entropy_threshold)

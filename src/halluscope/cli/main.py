@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "halluscope.cli.validate",
     "halluscope.cli.quality",
     "halluscope.cli.demo",
+    "halluscope.cli.serve",
 ]
 
 

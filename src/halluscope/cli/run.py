@@ -79,7 +79,8 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Score answers on a benchmark: extract claims, judge them, and write spec, samples and metrics."""
-    from halluscope.benchmarks import BENCHMARKS, ScoringContext
+    from halluscope.api import EvaluationError, create_benchmark, create_stage, known_sample_ids
+    from halluscope.benchmarks import ScoringContext
     from halluscope.claims import EXTRACTORS
     from halluscope.judges import ENTAILMENT_JUDGES, JUDGES
     from halluscope.registry import UnknownComponentError
@@ -119,8 +120,8 @@ def run(
     if limit is not None:
         bench_options["limit"] = limit
     try:
-        bench = BENCHMARKS.create(benchmark, data=data, **bench_options)
-    except (UnknownComponentError, ValueError, OSError) as error:
+        bench = create_benchmark(benchmark, data, bench_options)
+    except EvaluationError as error:
         fail(str(error))
     store = open_cache(cache, no_cache)
 
@@ -131,7 +132,7 @@ def run(
     llm_stage = False
     for stage, (chosen_name, stage_model, stage_opts, default_name) in stage_choices.items():
         if bench.uses_stage(stage):
-            llm_stage = llm_stage or (chosen_name or default_name) == "llm"
+            llm_stage = llm_stage or (chosen_name or default_name) in ("llm", "hqh-llm")
             continue
         given = [
             flag
@@ -156,25 +157,21 @@ def run(
         opts: list[str] | None,
         flag: str,
     ) -> Any:
-        chosen = name or default
-        if chosen is None:
-            return None
         options = parse_options(opts, flag)
         if model_name:
             options["model"] = model_name
-        if base_url and chosen in ("llm", "hqh-llm"):
-            options.setdefault("base_url", base_url)
         try:
-            return registry.create(chosen, cache=store, **options)
-        except (UnknownComponentError, ValueError, TypeError) as error:
-            fail(f"{flag.strip('-').split('-')[0]} {chosen!r}: {error}")
+            return create_stage(
+                registry, flag.strip("-").split("-")[0], name, default, options, cache=store, base_url=base_url
+            )
+        except EvaluationError as error:
+            fail(str(error))
 
     ids = {s.id for s in bench.samples()}
-    # Answers to samples outside a --limit selection are not "unknown": check ids against the whole benchmark.
-    known_ids = ids
-    if "limit" in bench_options:
-        unlimited = {k: v for k, v in bench_options.items() if k != "limit"}
-        known_ids = {s.id for s in BENCHMARKS.create(benchmark, data=data, **unlimited).samples()}
+    try:
+        known_ids = known_sample_ids(benchmark, data, bench_options, bench)
+    except EvaluationError as error:
+        fail(str(error))
     spec_extra: dict[str, Any] = {}
     if responses is not None:
         try:

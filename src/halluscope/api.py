@@ -1,0 +1,400 @@
+"""The Python API: :func:`evaluate` runs what ``halluscope run`` runs; :func:`load_run` reads a finished run.
+
+Both return an :class:`EvaluationResult`. The set-up steps (benchmark, stages, answers) live here as plain
+functions that raise :class:`EvaluationError`, and ``halluscope run`` calls the same functions, so the
+CLI and the API cannot drift apart: for the same inputs they write the same ``metrics.json``.
+
+Notebooks run an event loop already, and ``asyncio.run`` refuses to start inside one; :func:`evaluate`
+then runs the whole evaluation in a worker thread with its own loop, so the same call works in a script
+and in Jupyter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from halluscope.types import MetricsReport, Response, SampleRecord
+
+if TYPE_CHECKING:
+    from halluscope.cache import Cache
+    from halluscope.stages import Benchmark
+
+__all__ = ["EvaluationError", "EvaluationResult", "evaluate", "load_run"]
+
+
+class EvaluationError(ValueError):
+    """The evaluation could not be set up (unknown component, bad option, unreadable responses, ...)."""
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """A finished run: its metrics, its per-sample records and where it lives on disk."""
+
+    run_dir: Path
+    report: MetricsReport
+
+    @property
+    def benchmark(self) -> str:
+        return self.report.benchmark
+
+    @property
+    def metrics(self) -> dict[str, float | None]:
+        return self.report.metrics
+
+    @property
+    def groups(self) -> dict[str, dict[str, float | None]]:
+        return self.report.groups
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.report.counts
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        from halluscope.runs.store import read_spec
+
+        return read_spec(self.run_dir)
+
+    @property
+    def records(self) -> list[SampleRecord]:
+        """Every scored sample, read from ``samples.jsonl`` (read afresh on each access)."""
+        from halluscope.runs.store import read_records
+
+        return read_records(self.run_dir)
+
+    def to_pandas(self) -> Any:
+        """One row per sample: id, response, failure, claim counts by verdict, and the benchmark's fields.
+
+        Needs pandas (``pip install pandas``); it is imported only here.
+        """
+        try:
+            import pandas as pd
+        except ImportError as error:  # pragma: no cover - depends on the environment
+            raise ImportError("EvaluationResult.to_pandas() needs pandas: pip install pandas") from error
+        rows = []
+        for record in self.records:
+            verdicts = [c.verdict.value for c in record.claims]
+            row: dict[str, Any] = {
+                "id": record.id,
+                "prompt": record.prompt,
+                "response": record.response,
+                "failure": record.failure,
+                "image_id": record.image_id,
+                "claims": len(record.claims),
+                "supported": verdicts.count("supported"),
+                "hallucinated": verdicts.count("hallucinated"),
+                "unjudged": verdicts.count("unjudged"),
+            }
+            for key, value in record.metadata.items():
+                row.setdefault(key, value)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in list(self.metrics.items())[:4]
+        )
+        return f"EvaluationResult({self.benchmark}, {shown}, run_dir={str(self.run_dir)!r})"
+
+
+def load_run(run_dir: str | Path) -> EvaluationResult:
+    """The result of a finished run directory (one with ``metrics.json``), as :func:`evaluate` returns it."""
+    from halluscope.runs.store import RunDirError, read_metrics, read_spec
+
+    path = Path(run_dir)
+    try:
+        read_spec(path)
+        report = read_metrics(path)
+    except RunDirError as error:
+        raise EvaluationError(str(error)) from error
+    return EvaluationResult(run_dir=path, report=report)
+
+
+# --- the set-up steps shared with ``halluscope run`` -------------------------------------------------
+
+
+def create_benchmark(name: str, data: Path | None, options: Mapping[str, Any]) -> Benchmark:
+    from halluscope.benchmarks import BENCHMARKS
+    from halluscope.registry import UnknownComponentError
+
+    try:
+        bench: Benchmark = BENCHMARKS.create(name, data=data, **dict(options))
+    except (UnknownComponentError, ValueError, OSError, TypeError) as error:
+        raise EvaluationError(str(error)) from error
+    return bench
+
+
+def known_sample_ids(name: str, data: Path | None, options: Mapping[str, Any], bench: Benchmark) -> set[str]:
+    """Every id of the benchmark: answers to samples outside a ``limit`` selection are not "unknown"."""
+    if "limit" not in options:
+        return {s.id for s in bench.samples()}
+    unlimited = {k: v for k, v in options.items() if k != "limit"}
+    return {s.id for s in create_benchmark(name, data, unlimited).samples()}
+
+
+def create_stage(
+    registry: Any,
+    kind: str,
+    name: str | None,
+    default: str | None,
+    options: Mapping[str, Any],
+    *,
+    cache: Cache,
+    base_url: str | None = None,
+) -> Any:
+    """The extractor or judge ``name`` (else the benchmark's ``default``), or None when neither is set."""
+    from halluscope.registry import UnknownComponentError
+
+    chosen = name or default
+    if chosen is None:
+        return None
+    opts = dict(options)
+    if base_url and chosen in ("llm", "hqh-llm"):
+        opts.setdefault("base_url", base_url)
+    try:
+        return registry.create(chosen, cache=cache, **opts)
+    except (UnknownComponentError, ValueError, TypeError) as error:
+        raise EvaluationError(f"{kind} {chosen!r}: {error}") from error
+
+
+def write_responses(responses: Iterable[Response | Mapping[str, Any]], path: Path) -> Path:
+    """In-memory answers → a halluscope JSONL file, read back through the same reader as ``--responses``."""
+    from halluscope.jsonio import write_jsonl_atomic
+
+    rows: list[dict[str, Any]] = []
+    for index, item in enumerate(responses):
+        if isinstance(item, Response):
+            rows.append(item.model_dump(mode="json", exclude_none=True))
+        elif isinstance(item, Mapping):
+            rows.append(dict(item))
+        else:
+            raise EvaluationError(
+                f"responses[{index}]: expected a dict or a halluscope.Response, got {type(item).__name__}"
+            )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl_atomic(path, rows)
+    return path
+
+
+# --- evaluate -------------------------------------------------------------------------------------------
+
+#: Keyword options of :func:`evaluate`, besides the named parameters; each mirrors a ``halluscope run`` flag.
+_OPTIONS = {
+    "bench_options": "--bench-opt key=value, as a mapping",
+    "extractor_options": "--extractor-opt (``model`` here is --extractor-model)",
+    "judge_options": "--judge-opt (``model`` here is --judge-model)",
+    "model_options": "--model-opt",
+    "limit": "--limit",
+    "base_url": "--base-url",
+    "responses_key": "--responses-key",
+    "only_answered": "--only-answered",
+    "strict": "--strict",
+    "overwrite": "--overwrite",
+    "cache": "--cache (a path), or False for --no-cache",
+    "chunk_size": "--chunk-size",
+    "max_failure_share": "--max-failure-share",
+    "max_tokens": "--max-tokens",
+    "concurrency": "--concurrency",
+    "progress": "show progress bars (default False)",
+}
+
+
+def evaluate(
+    benchmark: str,
+    *,
+    data: str | Path | None = None,
+    responses: str | Path | Iterable[Response | Mapping[str, Any]] | None = None,
+    model: str | None = None,
+    extractor: str | None = None,
+    judge: str | None = None,
+    out: str | Path | None = None,
+    **options: Any,
+) -> EvaluationResult:
+    """Score answers on a benchmark, as ``halluscope run`` does, and return the result.
+
+    Give ``responses`` (a file in any layout ``--responses`` takes, or a list of dicts / :class:`Response`
+    objects) or ``model`` (a model spec; its answers are collected first). ``out`` is the run directory
+    (resumable, as with the CLI); without it a fresh temporary directory is used. Other keyword options
+    mirror the CLI's flags: ``bench_options``, ``extractor_options``, ``judge_options`` and
+    ``model_options`` are the ``--*-opt`` mappings, and ``limit``, ``base_url``, ``responses_key``,
+    ``only_answered``, ``strict``, ``overwrite``, ``cache``, ``chunk_size``, ``max_tokens``,
+    ``concurrency`` and ``progress`` are the flags of the same names.
+    """
+    import asyncio  # here, not at the top: `import halluscope` (and `halluscope --help`) stays light
+    import threading
+
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise TypeError(f"evaluate() got unknown option(s) {unknown}; known: {sorted(_OPTIONS)}")
+    kwargs = {
+        "benchmark": benchmark,
+        "data": data,
+        "responses": responses,
+        "model": model,
+        "extractor": extractor,
+        "judge": judge,
+        "out": out,
+        **options,
+    }
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _evaluate(**kwargs)
+    # A running loop (Jupyter): do the work on a thread of its own, where asyncio.run may start a loop.
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = _evaluate(**kwargs)
+        except BaseException as error:  # re-raised in the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=work, name="halluscope-evaluate", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    result: EvaluationResult = outcome["result"]
+    return result
+
+
+def _evaluate(
+    benchmark: str,
+    data: str | Path | None,
+    responses: str | Path | Iterable[Response | Mapping[str, Any]] | None,
+    model: str | None,
+    extractor: str | None,
+    judge: str | None,
+    out: str | Path | None,
+    bench_options: Mapping[str, Any] | None = None,
+    extractor_options: Mapping[str, Any] | None = None,
+    judge_options: Mapping[str, Any] | None = None,
+    model_options: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+    base_url: str | None = None,
+    responses_key: str | None = None,
+    only_answered: bool = False,
+    strict: bool = False,
+    overwrite: bool = False,
+    cache: str | Path | bool | None = None,
+    chunk_size: int = 256,
+    max_failure_share: float = 0.1,
+    max_tokens: int = 512,
+    concurrency: int = 4,
+    progress: bool = False,
+) -> EvaluationResult:
+    import asyncio
+    import tempfile
+    import warnings
+
+    from halluscope.cache import Cache
+    from halluscope.claims import EXTRACTORS
+    from halluscope.judges import ENTAILMENT_JUDGES, JUDGES
+    from halluscope.responses import ResponsesError
+    from halluscope.runs.runner import StageFailureError, run_benchmark
+    from halluscope.runs.store import RunDirError
+    from halluscope.stages import ScoringContext
+
+    if (responses is None) == (model is None):
+        raise EvaluationError("give exactly one of responses= (answers you have) or model= (collect them now)")
+    if only_answered and responses is None:
+        raise EvaluationError("only_answered goes with responses=")
+    out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="halluscope-run-"))
+    data_path = Path(data) if data is not None else None
+
+    b_options = dict(bench_options or {})
+    if limit is not None:
+        b_options["limit"] = limit
+    bench = create_benchmark(benchmark, data_path, b_options)
+    if cache is False:
+        store = Cache(None)
+    elif cache is None or cache is True:
+        store = Cache.default()
+    else:
+        store = Cache(Path(cache))
+
+    spec_extra: dict[str, Any] = {}
+    if responses is not None:
+        if isinstance(responses, (str, Path)):
+            path = Path(responses)
+            spec_extra["responses"] = str(path)
+        else:
+            path = write_responses(responses, out_dir / "responses.jsonl")
+            spec_extra["responses"] = str(path)
+        try:
+            loaded = bench.read_responses(
+                path, benchmark_ids=known_sample_ids(benchmark, data_path, b_options, bench), key=responses_key
+            )
+        except (ResponsesError, ValueError, OSError) as error:
+            raise EvaluationError(str(error)) from error
+        if loaded.problems:
+            if strict:
+                raise EvaluationError(f"{len(loaded.problems)} problem(s) in {path}: {loaded.problems[0]}")
+            more = f" (and {len(loaded.problems) - 1} more)" if len(loaded.problems) > 1 else ""
+            warnings.warn(f"{path}: {loaded.problems[0]}{more}", stacklevel=3)
+        answers = loaded.responses
+        spec_extra["model"] = None
+    else:
+        from halluscope.models.spec import create_model
+        from halluscope.registry import UnknownComponentError
+        from halluscope.runs.respond import collect_responses
+
+        try:
+            model_obj = create_model(str(model), cache=store, **dict(model_options or {}))
+        except (UnknownComponentError, ValueError, TypeError) as error:
+            raise EvaluationError(f"model {model!r}: {error}") from error
+
+        async def collect() -> dict[str, Response]:
+            try:
+                return await collect_responses(
+                    bench, model_obj, out_dir, limit=limit, concurrency=concurrency, max_tokens=max_tokens,
+                    show_progress=progress,
+                )
+            finally:
+                await model_obj.aclose()
+
+        answers = asyncio.run(collect())
+        spec_extra["model"] = model_obj.identity()
+        spec_extra["responses"] = str(out_dir / "responses.jsonl")
+
+    if only_answered:
+        from halluscope.runs.selection import answered_only
+
+        bench = answered_only(bench, answers)
+
+    # As `halluscope run`: a stage the benchmark does not use for these samples is refused, not recorded.
+    for stage, given in (("extractor", extractor or extractor_options), ("judge", judge or judge_options)):
+        if given and not bench.uses_stage(stage):
+            raise EvaluationError(
+                f"the {bench.name} benchmark uses no {stage} for the selected samples, so {stage} options "
+                "would change nothing; leave them out"
+            )
+    judges = ENTAILMENT_JUDGES if bench.judge_kind == "entailment" else JUDGES
+    ctx = ScoringContext(
+        cache=store,
+        extractor=create_stage(
+            EXTRACTORS, "extractor", extractor, bench.default_extractor, extractor_options or {},
+            cache=store, base_url=base_url,
+        )
+        if bench.uses_stage("extractor")
+        else None,
+        judge=create_stage(
+            judges, "judge", judge, bench.default_judge, judge_options or {}, cache=store, base_url=base_url
+        )
+        if bench.uses_stage("judge")
+        else None,
+    )
+    try:
+        report = run_benchmark(
+            bench, answers, ctx, out_dir, spec_extra=spec_extra, chunk_size=chunk_size,
+            show_progress=progress, overwrite=overwrite, max_failure_share=max_failure_share,
+        )
+    except RunDirError as error:
+        raise EvaluationError(str(error)) from error
+    except StageFailureError as error:
+        raise EvaluationError(f"{error} (metrics.json in {out_dir} rests on the samples that were scored)") from error
+    return EvaluationResult(run_dir=out_dir, report=report)
+

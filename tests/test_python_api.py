@@ -1,0 +1,134 @@
+"""The Python API: ``halluscope.evaluate`` gives what ``halluscope run`` gives, in and out of an event loop,
+and the README's Python example runs as written."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import halluscope
+from halluscope.api import EvaluationError
+from halluscope.cli.main import app
+from halluscope.types import Response, SampleRecord
+from tests.paths import REEFKNOT_DIR, REPO_ROOT, SHARED
+
+ANSWERS = ["Yes.", "No, it is not.", "yes", "I cannot tell.", "No", "Sure! Yes, it is."]
+N = 30
+
+
+def _answers() -> list[Response]:
+    return [
+        Response(id=f"yesno-{i}", response=ANSWERS[i % len(ANSWERS)], metadata={"yes_prob": (i % 10) / 10})
+        for i in range(N - 3)  # the last three samples have no answer: recorded as failures, as with the CLI
+    ]
+
+
+def _metrics(run_dir: Path) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    return loaded
+
+
+def test_evaluate_writes_the_same_metrics_as_the_cli(tmp_path: Path) -> None:
+    answers_file = tmp_path / "answers.jsonl"
+    answers_file.write_text("".join(r.model_dump_json() + "\n" for r in _answers()), encoding="utf-8")
+    cli_out = tmp_path / "cli"
+    result = CliRunner().invoke(
+        app,
+        ["run", "-b", "reefknot", "--data", str(REEFKNOT_DIR), "--bench-opt", "tasks=yesno", "--limit", str(N),
+         "-r", str(answers_file), "--out", str(cli_out), "--no-cache", "-q"],
+    )
+    assert result.exit_code == 0, result.output
+
+    from_file = halluscope.evaluate(
+        "reefknot", data=REEFKNOT_DIR, responses=answers_file, out=tmp_path / "api-file",
+        bench_options={"tasks": "yesno"}, limit=N, cache=False,
+    )
+    in_memory = halluscope.evaluate(
+        "reefknot", data=REEFKNOT_DIR, responses=_answers(), out=tmp_path / "api-memory",
+        bench_options={"tasks": "yesno"}, limit=N, cache=False,
+    )
+    as_dicts = halluscope.evaluate(
+        "reefknot", data=str(REEFKNOT_DIR), responses=[r.model_dump() for r in _answers()],
+        bench_options={"tasks": "yesno"}, limit=N, cache=False,
+    )
+    expected = _metrics(cli_out)
+    assert expected["counts"]["missing_response"] == 3  # type: ignore[index]
+    for run in (from_file, in_memory, as_dicts):
+        assert _metrics(run.run_dir) == expected
+        assert run.metrics == expected["metrics"] and run.counts == expected["counts"]
+        assert run.groups == expected["groups"]
+    assert (from_file.run_dir / "samples.jsonl").read_text() == (cli_out / "samples.jsonl").read_text()
+
+    records = in_memory.records
+    assert len(records) == N and all(isinstance(r, SampleRecord) for r in records)
+    assert {r.id for r in records if r.failure} == {f"yesno-{i}" for i in range(N - 3, N)}
+    frame = in_memory.to_pandas()
+    assert list(frame["id"]) == [r.id for r in records]
+    assert frame.loc[frame["id"] == "yesno-0", "response"].item() == "Yes."
+
+    reopened = halluscope.load_run(cli_out)
+    assert reopened.metrics == expected["metrics"] and reopened.run_dir == cli_out
+    assert [r.id for r in reopened.records] == [r.id for r in records]
+
+
+def test_evaluate_inside_a_running_event_loop(tmp_path: Path) -> None:
+    """Jupyter runs a loop already; evaluate() must not trip over asyncio.run there."""
+
+    async def notebook_cell() -> halluscope.EvaluationResult:
+        asyncio.get_running_loop()
+        return halluscope.evaluate(
+            "reefknot", data=REEFKNOT_DIR, responses=_answers()[:4], out=tmp_path / "in-loop",
+            bench_options={"tasks": "yesno"}, limit=4, cache=False,
+        )
+
+    result = asyncio.run(notebook_cell())
+    outside = halluscope.evaluate(
+        "reefknot", data=REEFKNOT_DIR, responses=_answers()[:4], out=tmp_path / "outside",
+        bench_options={"tasks": "yesno"}, limit=4, cache=False,
+    )
+    assert result.counts["samples"] == 4 and result.counts["scored"] == 3  # "I cannot tell." is unanswered
+    assert result.metrics == outside.metrics
+
+
+def test_evaluate_reports_bad_set_ups_clearly(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="judge_opts"):
+        halluscope.evaluate("reefknot", data=REEFKNOT_DIR, responses=[], judge_opts={})
+    with pytest.raises(EvaluationError, match="exactly one of"):
+        halluscope.evaluate("reefknot", data=REEFKNOT_DIR)
+    with pytest.raises(EvaluationError, match="no-such-bench"):
+        halluscope.evaluate("no-such-bench", responses=[])
+    with pytest.raises(EvaluationError, match=r"responses\[1\]"):
+        halluscope.evaluate("reefknot", data=REEFKNOT_DIR, responses=[{"id": "yesno-0", "response": "y"}, 3])
+    # Yes/no items use no judge: a judge given for them is refused, as `halluscope run` refuses it.
+    with pytest.raises(EvaluationError, match="uses no judge"):
+        halluscope.evaluate(
+            "reefknot", data=REEFKNOT_DIR, responses=_answers()[:2], judge="nope",
+            bench_options={"tasks": "yesno"}, limit=2, out=tmp_path / "bad-judge", cache=False,
+        )
+    with pytest.raises(EvaluationError, match="not a halluscope run directory"):
+        halluscope.load_run(tmp_path / "bad-judge")
+
+
+def test_readme_python_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Python\n", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match is not None, "README's Python section has no python code block"
+    code = match.group(1)
+    assert len(code.strip().splitlines()) <= 5
+    # The example reads data/ relative to where it runs; give it the shared data there.
+    (tmp_path / "data").symlink_to(SHARED / "data", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "README.md", "exec"), {})
+    r_score, scored, run_dir = printed.getvalue().split()
+    assert float(r_score) == 50.0  # one pair, both answered "yes": one right, one wrong
+    assert scored == "2" and (Path(run_dir) / "metrics.json").exists()
