@@ -470,9 +470,12 @@ class ChatClient:
                 attempt += 1
 
     def _any_up(self) -> bool:
-        """Whether some endpoint is not cooling down (always false for a single endpoint that failed)."""
+        """Whether another endpoint can take a failed request now: the failed one is cooling down and some
+        other is not. False for a single endpoint, or with no cool-down (then the backoff applies)."""
+        if len(self._endpoints) == 1 or self.cooldown_s == 0:
+            return False
         now = time.monotonic()
-        return len(self._endpoints) > 1 and any(e.down_until <= now for e in self._endpoints)
+        return any(e.down_until <= now for e in self._endpoints)
 
     def _pick(self) -> _Endpoint:
         """The endpoint for the next request: among those up, the fewest in flight (then the fewest sent);
