@@ -42,7 +42,7 @@ def test_respond_on_two_servers_survives_one_being_killed(tmp_path: Path) -> Non
             "--benchmark", "tri-he", "--data", str(TRI_HE_JSON), "--limit", str(ITEMS),
             "--model", f"openai/{PACKAGED_MODEL_NAME}?text_only=true&timeout_s=600",
             "--base-url", first.base_url, "--base-url", second.base_url,
-            "--concurrency", "2", "--max-tokens", "24", "--out", str(out), "--no-cache", "--quiet",
+            "--concurrency", "2", "--max-tokens", "16", "--out", str(out), "--no-cache", "--quiet",
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -62,6 +62,8 @@ def test_respond_on_two_servers_survives_one_being_killed(tmp_path: Path) -> Non
     text = output.decode(errors="replace")
     assert process.returncode == 0, text
     assert 2 <= killed_after < ITEMS, "the server was not killed mid-run"
+    # The client met the dead server (a dropped or refused connection) and took it out.
+    assert f"taking {first.base_url} out" in text, text
     rows = [json.loads(line) for line in responses.read_text().splitlines()]
     ids = [row["id"] for row in rows]
     assert len(ids) == len(set(ids)) == ITEMS, "an answer was lost or written twice"
