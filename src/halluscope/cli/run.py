@@ -134,7 +134,7 @@ def run(
     llm_stage = False
     for stage, (chosen_name, stage_model, stage_opts, default_name) in stage_choices.items():
         if bench.uses_stage(stage):
-            llm_stage = llm_stage or (chosen_name or default_name) == "llm"
+            llm_stage = llm_stage or (chosen_name or default_name) in ("llm", "hqh-llm")
             continue
         given = [
             flag
