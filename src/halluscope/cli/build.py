@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from halluscope.cli.common import console, fail, open_cache
+from halluscope.cli.common import console, fail, join_urls, open_cache
 
 build_app = typer.Typer(
     name="build",
@@ -84,7 +84,8 @@ def reefknot(
         str | None, typer.Option(help="LLM that categorises relations the lexicon does not know (cached).")
     ] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint for --relation-llm.")
+        list[str] | None,
+        typer.Option(help="OpenAI-compatible endpoint for --relation-llm (repeat it for several replicas)."),
     ] = None,
     cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
@@ -109,7 +110,7 @@ def reefknot(
         from halluscope.llm.client import ChatClient
 
         store = open_cache(cache, no_cache)
-        client = ChatClient(relation_llm, base_url, cache=store)
+        client = ChatClient(relation_llm, join_urls(base_url), cache=store)
     options = BuildOptions(
         seed=seed,
         tasks=chosen,
@@ -166,7 +167,9 @@ def parallel(
         str, typer.Option(help="Open prompts: templates (offline) or llm (any OpenAI-compatible endpoint).")
     ] = "templates",
     llm_model: Annotated[str | None, typer.Option(help="Model name for --paraphraser llm.")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Endpoint for --paraphraser llm.")] = None,
+    base_url: Annotated[
+        list[str] | None, typer.Option(help="Endpoint for --paraphraser llm (repeat it for several replicas).")
+    ] = None,
     cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
 ) -> None:
@@ -187,7 +190,8 @@ def parallel(
         from halluscope.build.paraphrase import LLMParaphraser
         from halluscope.llm.client import ChatClient
 
-        async with ChatClient(str(llm_model), base_url, cache=open_cache(cache, no_cache)) as client:
+        urls = join_urls(base_url)
+        async with ChatClient(str(llm_model), urls, cache=open_cache(cache, no_cache)) as client:
             writer = LLMParaphraser(client)
             return await build_parallel(benchmark, data, out, seed=seed, tasks=chosen,
                                         paraphrase=writer.paraphrase, paraphraser=writer.identity())

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from halluscope.cli.build import GraphFormat, load_graphs
-from halluscope.cli.common import console, fail, open_cache
+from halluscope.cli.common import console, fail, join_urls, open_cache
 
 
 def prove(
@@ -47,7 +47,10 @@ def prove(
             help="Generator/filter model on --base-url (default: the packaged Qwen2.5-Coder, run locally)."
         ),
     ] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint for --llm.")] = None,
+    base_url: Annotated[
+        list[str] | None,
+        typer.Option(help="OpenAI-compatible endpoint for --llm (repeat it for several replicas)."),
+    ] = None,
     api_key_env: Annotated[
         str | None, typer.Option(help="Environment variable holding the endpoint's API key.")
     ] = None,
@@ -121,7 +124,7 @@ def prove(
                 candidate = (scene_graphs if scene_graphs.is_dir() else scene_graphs.parent) / "images"
                 images = candidate if candidate.is_dir() else None
             summary = _build(
-                graphs, out, options, sandbox, embedder, store, llm, base_url, api_key_env, images
+                graphs, out, options, sandbox, embedder, store, llm, join_urls(base_url), api_key_env, images
             )
     except SandboxUnavailableError as error:
         fail(str(error))

@@ -48,6 +48,11 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def join_urls(urls: list[str] | None) -> str | None:
+    """Repeated ``--base-url`` values as the one comma-separated string every LLM stage option takes."""
+    return ",".join(urls) if urls else None
+
+
 def open_cache(cache_path: Path | None, no_cache: bool) -> Any:
     from halluscope.cache import Cache
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from halluscope.cli.common import console, fail, interactive, open_cache, parse_options
+from halluscope.cli.common import console, fail, interactive, join_urls, open_cache, parse_options
 
 
 def respond(
@@ -32,8 +32,11 @@ def respond(
         list[str] | None, typer.Option(help="Backend option key=value (repeatable).")
     ] = None,
     base_url: Annotated[
-        str | None,
-        typer.Option(help="OpenAI-compatible endpoint (else $HALLUSCOPE_BASE_URL / $OPENAI_BASE_URL)."),
+        list[str] | None,
+        typer.Option(
+            help="OpenAI-compatible endpoint (else $HALLUSCOPE_BASE_URL / $OPENAI_BASE_URL, comma-separated)."
+            + ' Repeat it for several replicas of one model.'
+        ),
     ] = None,
     api_key_env: Annotated[
         str | None,
@@ -84,7 +87,7 @@ def respond(
 
     options: dict[str, Any] = parse_options(model_opt, "--model-opt")
     generic = {
-        "base_url": base_url,
+        "base_url": join_urls(base_url),
         "api_key_env": api_key_env,
         "max_side": max_side,
         "concurrency": concurrency,

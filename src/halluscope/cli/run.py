@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from halluscope.cli.common import console, fail, interactive, open_cache, parse_options
+from halluscope.cli.common import console, fail, interactive, join_urls, open_cache, parse_options
 
 
 def run(
@@ -51,8 +51,11 @@ def run(
     ] = None,
     judge_opt: Annotated[list[str] | None, typer.Option(help="Judge option key=value (repeatable).")] = None,
     base_url: Annotated[
-        str | None,
-        typer.Option(help="OpenAI-compatible endpoint for LLM stages (else $HALLUSCOPE_BASE_URL)."),
+        list[str] | None,
+        typer.Option(
+            help="OpenAI-compatible endpoint for LLM stages (else $HALLUSCOPE_BASE_URL, comma-separated)."
+            + ' Repeat it for several replicas of one model.'
+        ),
     ] = None,
     bench_opt: Annotated[
         list[str] | None, typer.Option(help="Benchmark option key=value (repeatable).")
@@ -146,7 +149,8 @@ def run(
                 f"{', '.join(given)}: the {bench.name} benchmark uses no {stage} for the selected samples "
                 f"(see `halluscope list`), so this would change nothing; leave it out"
             )
-    if base_url and not llm_stage:
+    endpoints = join_urls(base_url)
+    if endpoints and not llm_stage:
         fail("--base-url is the endpoint of the llm extractor or judge, and neither is used in this run")
 
     def component(
@@ -162,7 +166,7 @@ def run(
             options["model"] = model_name
         try:
             return create_stage(
-                registry, flag.strip("-").split("-")[0], name, default, options, cache=store, base_url=base_url
+                registry, flag.strip("-").split("-")[0], name, default, options, cache=store, base_url=endpoints
             )
         except EvaluationError as error:
             fail(str(error))

@@ -14,6 +14,11 @@ are decided once. The rules, and why:
 - With a :class:`~halluscope.cache.Cache`, results are stored by content (model, endpoint, messages with
   inline image data replaced by its hash, every sampling parameter), so re-running a job sends no request for
   what was already answered.
+- A client may hold several endpoints (replicas of one model: ``--base-url`` given more than once, or a
+  comma-separated ``$HALLUSCOPE_BASE_URL``). Each request goes to the endpoint with the fewest requests in
+  flight; an endpoint that drops connections or answers 5xx is taken out for ``cooldown_s`` and the request
+  is retried on another one, within the same retry budget. The cache key names the whole set of endpoints,
+  never the one that answered, so a result is found again whichever replica produced it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import logging
 import os
 import random
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,6 +59,7 @@ __all__ = [
     "check_options",
     "resolve_api_key",
     "resolve_base_url",
+    "resolve_base_urls",
     "served_model",
     "stage_client",
 ]
@@ -66,6 +74,8 @@ API_KEY_ENV = ("HALLUSCOPE_API_KEY", "OPENAI_API_KEY")
 MAX_WAIT_S = 60.0
 #: Cache namespace of chat results.
 CACHE_NAMESPACE = "chat"
+#: Seconds an endpoint of a fleet stays out after a connection error or a 5xx answer.
+DEFAULT_COOLDOWN_S = 30.0
 
 
 # -- records ---------------------------------------------------------------------------------------------
@@ -156,11 +166,32 @@ FATAL_ERRORS: tuple[type[LLMError], ...] = (LLMAuthError, LLMBadRequestError)
 # -- configuration ---------------------------------------------------------------------------------------
 
 
-def resolve_base_url(base_url: str | None = None) -> str:
-    """The endpoint: the argument, else ``$HALLUSCOPE_BASE_URL``, else ``$OPENAI_BASE_URL``, else OpenAI's."""
-    if not base_url:
-        base_url = next((os.environ[n] for n in BASE_URL_ENV if os.environ.get(n)), DEFAULT_BASE_URL)
-    return base_url.rstrip("/")
+def _split_urls(value: str | Sequence[str] | None) -> list[str]:
+    """Endpoints from a string (comma-separated) or a list of them, trailing slashes and repeats dropped."""
+    parts = [value] if isinstance(value, str) else list(value or [])
+    urls: list[str] = []
+    for part in parts:
+        for url in str(part).split(","):
+            url = url.strip().rstrip("/")
+            if url and url not in urls:
+                urls.append(url)
+    return urls
+
+
+def resolve_base_urls(base_url: str | Sequence[str] | None = None) -> list[str]:
+    """The endpoints: the argument (a URL, comma-separated URLs, or a list), else ``$HALLUSCOPE_BASE_URL``,
+    else ``$OPENAI_BASE_URL`` (each may be a comma-separated list), else OpenAI's."""
+    urls = _split_urls(base_url)
+    if not urls:
+        env = next((os.environ[n] for n in BASE_URL_ENV if os.environ.get(n)), None)
+        urls = _split_urls(env) or [DEFAULT_BASE_URL]
+    return urls
+
+
+def resolve_base_url(base_url: str | Sequence[str] | None = None) -> str:
+    """The endpoint as one string: the argument, else ``$HALLUSCOPE_BASE_URL``, else ``$OPENAI_BASE_URL``,
+    else OpenAI's; several endpoints come back comma-separated."""
+    return ",".join(resolve_base_urls(base_url))
 
 
 def resolve_api_key(api_key: str | None = None) -> str | None:
@@ -226,17 +257,31 @@ def _parse_retry_after(value: str | None) -> float | None:
 # -- the client ------------------------------------------------------------------------------------------
 
 
-class ChatClient:
-    """Async chat completions against one OpenAI-compatible endpoint and model.
+@dataclass
+class _Endpoint:
+    """One endpoint of a client, with what the balancer needs to know about it."""
 
-    ``concurrency`` bounds the requests in flight from this client; ``max_retries`` is the number of retries
-    after the first attempt. Use ``async with ChatClient(...)`` or call :meth:`aclose` when done.
+    url: str
+    in_flight: int = 0
+    sent: int = 0
+    #: ``time.monotonic()`` until which the endpoint is out (after a connection error or a 5xx).
+    down_until: float = 0.0
+
+
+class ChatClient:
+    """Async chat completions against one model on one or several OpenAI-compatible endpoints.
+
+    ``base_url`` is one URL, comma-separated URLs or a list of them (replicas serving the same model).
+    ``concurrency`` bounds the requests in flight from this client, over all its endpoints; ``max_retries``
+    is the number of retries after the first attempt, wherever they go; ``cooldown_s`` is how long an
+    endpoint that failed with a connection error or a 5xx gets no requests while others are up.
+    Use ``async with ChatClient(...)`` or call :meth:`aclose` when done.
     """
 
     def __init__(
         self,
         model: str,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         *,
         concurrency: int = 4,
@@ -244,6 +289,7 @@ class ChatClient:
         max_retries: int = 4,
         backoff_s: float = 0.5,
         cache: Cache | None = None,
+        cooldown_s: float = DEFAULT_COOLDOWN_S,
     ) -> None:
         if not model:
             raise ValueError("ChatClient needs a model name")
@@ -253,8 +299,14 @@ class ChatClient:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
+        if cooldown_s < 0:
+            raise ValueError(f"cooldown_s must be 0 or more, got {cooldown_s}")
         self.model = model
-        self.base_url = resolve_base_url(base_url)
+        self.base_urls = resolve_base_urls(base_url)
+        #: The first endpoint (the only one, for a single-endpoint client).
+        self.base_url = self.base_urls[0]
+        self._endpoints = [_Endpoint(url) for url in self.base_urls]
+        self.cooldown_s = cooldown_s
         self._key = _Secret(resolve_api_key(api_key))
         self.concurrency = concurrency
         self.timeout_s = timeout_s
@@ -272,11 +324,32 @@ class ChatClient:
     # -- identity ------------------------------------------------------------------------------------
 
     def identity(self) -> dict[str, Any]:
-        """What determines the answers (for cache keys and ``spec.json``); never the key."""
-        return {"model": self.model, "base_url": self.base_url}
+        """What determines the answers (for cache keys and ``spec.json``); never the key.
+
+        One endpoint: ``base_url`` is its URL, exactly as before fleets existed, so existing caches stay
+        valid. Several: ``base_url`` is the sorted list of them, so the key depends on the set of replicas and
+        not on which one answered (nor on the order they were given in). The field keeps its name so that
+        whatever treats the endpoint as an address rather than a setting (resuming a run elsewhere) still
+        does.
+        """
+        if len(self.base_urls) == 1:
+            return {"model": self.model, "base_url": self.base_url}
+        return {"model": self.model, "base_url": sorted(self.base_urls)}
+
+    @property
+    def endpoints_label(self) -> str:
+        """The endpoints for messages: the URL, or ``N endpoints (a, b, ...)``."""
+        if len(self.base_urls) == 1:
+            return self.base_url
+        return f"{len(self.base_urls)} endpoints ({', '.join(self.base_urls)})"
+
+    def requests_by_endpoint(self) -> dict[str, int]:
+        """HTTP requests sent to each endpoint so far."""
+        return {e.url: e.sent for e in self._endpoints}
 
     def __repr__(self) -> str:
-        return f"ChatClient(model={self.model!r}, base_url={self.base_url!r})"
+        shown = self.base_url if len(self.base_urls) == 1 else self.base_urls
+        return f"ChatClient(model={self.model!r}, base_url={shown!r})"
 
     @property
     def has_api_key(self) -> bool:
@@ -381,7 +454,7 @@ class ChatClient:
                 if attempt >= self.max_retries:
                     attempts = attempt + 1
                     raise LLMRetriesExhaustedError(
-                        f"gave up on {self.base_url} (model {self.model!r}) after {attempts} "
+                        f"gave up on {self.endpoints_label} (model {self.model!r}) after {attempts} "
                         f"attempt{'s' if attempts != 1 else ''}; last error: {error}",
                         error,
                     ) from error
@@ -389,9 +462,35 @@ class ChatClient:
                 delay *= 1.0 + random.uniform(0.0, 0.25)
                 if isinstance(error, LLMRateLimitError) and error.retry_after_s is not None:
                     delay = min(MAX_WAIT_S, error.retry_after_s)
-                log.info("retrying %s in %.2f s after: %s", self.base_url, delay, error)
+                elif isinstance(error, LLMConnectionError | LLMServerError) and self._any_up():
+                    # The failing endpoint is out now; another replica can take the request at once.
+                    delay = 0.0
+                log.info("retrying on %s in %.2f s after: %s", self.endpoints_label, delay, error)
                 await asyncio.sleep(delay)
                 attempt += 1
+
+    def _any_up(self) -> bool:
+        """Whether another endpoint can take a failed request now: the failed one is cooling down and some
+        other is not. False for a single endpoint, or with no cool-down (then the backoff applies)."""
+        if len(self._endpoints) == 1 or self.cooldown_s == 0:
+            return False
+        now = time.monotonic()
+        return any(e.down_until <= now for e in self._endpoints)
+
+    def _pick(self) -> _Endpoint:
+        """The endpoint for the next request: among those up, the fewest in flight (then the fewest sent);
+        when all are cooling down, the one that comes back first, so a request is never refused outright."""
+        now = time.monotonic()
+        up = [e for e in self._endpoints if e.down_until <= now]
+        if up:
+            return min(up, key=lambda e: (e.in_flight, e.sent))
+        return min(self._endpoints, key=lambda e: e.down_until)
+
+    def _take_out(self, endpoint: _Endpoint, error: LLMError) -> None:
+        if len(self._endpoints) == 1 or self.cooldown_s == 0:
+            return
+        endpoint.down_until = time.monotonic() + self.cooldown_s
+        log.warning("taking %s out for %g s after: %s", endpoint.url, self.cooldown_s, error)
 
     def _scrub(self, text: str) -> str:
         key = self._key.get()
@@ -399,21 +498,31 @@ class ChatClient:
 
     async def _send(self, payload: dict[str, Any]) -> ChatResult:
         http, semaphore = self._state()
-        url = f"{self.base_url}/chat/completions"
         async with semaphore:
+            # Chosen once a slot is free, so "in flight" counts requests really on the wire.
+            endpoint = self._pick()
+            url = f"{endpoint.url}/chat/completions"
             started = time.perf_counter()
             self.requests_sent += 1
+            endpoint.sent += 1
+            endpoint.in_flight += 1
             try:
-                response = await http.post(url, json=payload)
-            except httpx.TimeoutException as error:
-                raise LLMTimeoutError(f"no answer from {url} within {self.timeout_s:g} s") from error
-            except httpx.UnsupportedProtocol as error:
-                raise LLMBadRequestError(f"base URL {self.base_url!r} is not an http(s) URL") from error
-            except httpx.TransportError as error:
-                detail = self._scrub(str(error)) or type(error).__name__
-                raise LLMConnectionError(f"could not reach {url}: {detail}") from error
-            latency = time.perf_counter() - started
-        return self._parse(response, url, latency)
+                try:
+                    response = await http.post(url, json=payload)
+                except httpx.TimeoutException as error:
+                    raise LLMTimeoutError(f"no answer from {url} within {self.timeout_s:g} s") from error
+                except httpx.UnsupportedProtocol as error:
+                    raise LLMBadRequestError(f"base URL {endpoint.url!r} is not an http(s) URL") from error
+                except httpx.TransportError as error:
+                    detail = self._scrub(str(error)) or type(error).__name__
+                    raise LLMConnectionError(f"could not reach {url}: {detail}") from error
+                latency = time.perf_counter() - started
+                return self._parse(response, url, latency)
+            except (LLMConnectionError, LLMServerError) as error:
+                self._take_out(endpoint, error)
+                raise
+            finally:
+                endpoint.in_flight -= 1
 
     def _server_message(self, response: httpx.Response) -> str:
         """The server's error text, shortened; OpenAI-style ``{"error": {"message": ...}}`` preferred."""
@@ -550,29 +659,37 @@ def _parse_logprobs(raw: Any) -> list[TokenLogprob] | None:
 STAGE_MODEL_ENV = "HALLUSCOPE_LLM_MODEL"
 
 
-def served_model(base_url: str | None = None, api_key: str | None = None, *, timeout_s: float = 10.0) -> str:
+def served_model(
+    base_url: str | Sequence[str] | None = None, api_key: str | None = None, *, timeout_s: float = 10.0
+) -> str:
     """The one model an endpoint serves, as its ``/models`` route reports it.
 
     A stage that was given no model name records and sends this name, never a default of our own: a local
     server (llama.cpp, vLLM, Ollama) answers with whatever it loaded, whatever name a request carries, so a
     name we made up would end up in ``spec.json`` and in cache keys while a different model answered.
     Raises ``ValueError`` when the endpoint cannot be asked or serves no single model (OpenAI lists many).
+    Of several endpoints (replicas), the first one that answers is asked.
     """
-    url = f"{resolve_base_url(base_url)}/models"
     headers = {}
     key = resolve_api_key(api_key)
     if key:
         headers["Authorization"] = f"Bearer {key}"
     hint = f"name the model (an option `model`, --judge-model / --extractor-model, or ${STAGE_MODEL_ENV})"
-    try:
-        response = httpx.get(url, headers=headers, timeout=timeout_s)
-        response.raise_for_status()
-        body = response.json()
-    except (httpx.HTTPError, ValueError) as error:
-        detail = str(error).replace(key, "<api key>") if key else str(error)
-        raise ValueError(
-            f"no model named, and {url} could not say which model it serves ({detail}); {hint}"
-        ) from None
+    urls = [f"{u}/models" for u in resolve_base_urls(base_url)]
+    body: Any = None
+    for index, url in enumerate(urls):
+        try:
+            response = httpx.get(url, headers=headers, timeout=timeout_s)
+            response.raise_for_status()
+            body = response.json()
+            break
+        except (httpx.HTTPError, ValueError) as error:
+            if index + 1 < len(urls):
+                continue
+            detail = str(error).replace(key, "<api key>") if key else str(error)
+            raise ValueError(
+                f"no model named, and {url} could not say which model it serves ({detail}); {hint}"
+            ) from None
     entries = body.get("data") if isinstance(body, dict) else None
     ids = [str(e["id"]) for e in entries or [] if isinstance(e, dict) and e.get("id")]
     if len(ids) != 1:
@@ -585,7 +702,7 @@ def stage_client(
     component: str,
     *,
     model: str | None,
-    base_url: str | None,
+    base_url: str | Sequence[str] | None,
     api_key_env: str | None,
     concurrency: int,
     timeout_s: float,
