@@ -17,7 +17,7 @@ def test_demo_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     out = tmp_path / "demo"
     result = CliRunner().invoke(app, ["demo", "--out", str(out), "--n", "4", "--quiet"], terminal_width=120)
     assert result.exit_code == 0, result.output
-    for heading in ("sim/oracle", "sim/hallucinate", "Hallu-Q", "judge precision", "HTML report:"):
+    for heading in ("sim/oracle", "sim/hallucinate", "Hallu-Q", "judge precision", "HTML report:", "On real answers"):
         assert heading in result.output
 
     runs = sorted((out / "runs").iterdir())

@@ -209,12 +209,28 @@ def demo(
         "injected = share of claims the simulator falsified; measured = what the judge found. "
         "The gap is the instrument's own error."
     )
+    out_console.print(real_answers_note())
     for row in result.rows:
         out_console.print(f"run directory: {row.run_dir}")
     if result.report:
         out_console.print(f"HTML report: {result.report}")
     else:
         console(stderr=True).print(f"[yellow]no HTML report: {result.report_error}[/yellow]")
+
+
+def real_answers_note() -> str:
+    """The instrument's measured error on hand-labelled real answers, beside the synthetic figures."""
+    from halluscope.quality.real import MEASURED_ON_REAL as m
+
+    d, p, s = m["default"], m["paper_typed"], m["similarity"]
+    return (
+        "[bold]On real answers the instrument is much less accurate than on these template sentences.[/bold] "
+        f"On {m['answers']} hand-labelled answers to Tri-HE questions ({m['images']} images; docs/calibration.md) "
+        f"the default offline judge ({d['config']}) correlates r = {d['pearson']:.2f} with the human 1-5 scores "
+        f"(held-out images {d['heldout']:.2f}) and measures a mean rate of {d['mean_rate']:.1f} % against "
+        f"{m['labelled_mean_rate']:.1f} % labelled; {p['config']}: r = {p['pearson']:.2f}, {p['mean_rate']:.1f} %; "
+        f"{s['config']}: r = {s['pearson']:.2f}, {s['mean_rate']:.1f} %. Reproduce: {m['command']}"
+    )
 
 
 def register(app: typer.Typer) -> None:

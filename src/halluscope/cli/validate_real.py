@@ -8,6 +8,8 @@ from typing import Any
 
 from halluscope.cli.common import console, fail, interactive
 
+_SOURCES = {"hand": "hand claims", "hand+completed": "hand claims, graph completed"}
+
 
 def _r(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
@@ -78,11 +80,17 @@ def validate_real(
         try:
             progress.start(f"{label} on {len(answers)} real answers", total=len(answers) * len(readings))
             for claims_from, ext, rate in readings:
-                tag = f"{extractor} + {label}" if claims_from == "answer" else f"{claims_from} claims + {label}"
+                tag = f"{_SOURCES.get(claims_from, f'{extractor} claims')} + {label}"
                 report, _records = run_real(
-                    answers, scenes.get, judge=judge, cache=store, extractor=ext, claims_from=claims_from,  # type: ignore[arg-type]
+                    answers,
+                    scenes.get,
+                    judge=judge,
+                    cache=store,
+                    extractor=ext,
+                    claims_from=claims_from,  # type: ignore[arg-type]
                     rate=rate,  # type: ignore[arg-type]
-                    label=f"{tag} ({rate} rate)", on_chunk=progress.advance,
+                    label=f"{tag}, {rate} rate",
+                    on_chunk=progress.advance,
                 )
                 has_support = report.all.unverifiable_share is not None
                 if rate == "default" and not has_support:
@@ -123,11 +131,19 @@ def print_real(out_console: Any, reports: list[Any], answers: list[Any]) -> None
     table = Table(
         title=(
             f"judges on {len(answers)} hand-labelled real answers ({dev} dev, {len(answers) - dev} held out): "
-            "Pearson of (100 - rate) with the 1-5 score"
+            "r = Pearson of (100 - rate) with the 1-5 score"
         )
     )
-    for column in ("configuration", "Pearson all", "dev", "held out", "mean rate", "labelled",
-                   "claim P / R (%)", "unverifiable (%)"):
+    for column in (
+        "configuration",
+        "r",
+        "r dev",
+        "r held out",
+        "mean rate",
+        "labelled",
+        "claim P/R %",
+        "unverif. %",
+    ):
         table.add_column(column, justify="left" if column == "configuration" else "right", overflow="fold")
     for report in reports:
         f = report.all
@@ -146,7 +162,8 @@ def print_real(out_console: Any, reports: list[Any], answers: list[Any]) -> None
     if agreement["answers_relabelled"]:
         out_console.print(
             f"annotator's agreement with a second pass: scores Pearson {_r(agreement['score_pearson'])} "
-            f"on {agreement['answers_relabelled']} answers; claim labels {_p(agreement['claim_agreement'])} % "
+            f"on {agreement['answers_relabelled']} answers; claim labels "
+            f"{100 * float(agreement['claim_agreement'] or 0):.1f} % "
             f"equal on {agreement['claims_relabelled']} claims"
         )
     out_console.print(

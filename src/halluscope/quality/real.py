@@ -43,6 +43,29 @@ from halluscope.stages import Extractor, Judge
 from halluscope.types import Claim, JudgedClaim, Response, Sample, SampleRecord, Support, VerdictLabel
 
 ClaimLabel = Literal["true", "false", "unseen"]
+
+#: The instrument's error on the packaged real set, as measured and documented in docs/calibration.md
+#: (``halluscope validate-judge --set real --judge typed --judge similarity``): what ``halluscope demo``
+#: prints beside its synthetic figures, so the synthetic 100 % is never the only number a user sees.
+MEASURED_ON_REAL: dict[str, Any] = {
+    "answers": 59,
+    "images": 25,
+    "default": {
+        "config": "rules + typed, contradicted rate",
+        "pearson": 0.47,
+        "heldout": 0.46,
+        "mean_rate": 13.6,
+    },
+    "paper_typed": {"config": "rules + typed, Tri-HE reading", "pearson": 0.24, "mean_rate": 54.1},
+    "similarity": {
+        "config": "rules + similarity (paper)",
+        "pearson": 0.42,
+        "heldout": 0.25,
+        "mean_rate": 42.2,
+    },
+    "labelled_mean_rate": 20.3,
+    "command": "halluscope validate-judge --set real --data tri-he.json --judge typed --judge similarity",
+}
 #: How an answer's hallucination rate is read from its judged claims.
 RateKind = Literal["default", "paper"]
 
@@ -263,7 +286,9 @@ async def score_real(
         # Supplied claims are de-duplicated by the scorer; keep the hand-made order for the claim labels.
         for answer, record in zip(answers, records, strict=True):
             by_claim = {(c.subject, c.relation, c.object): c for c in record.claims}
-            record.claims = [by_claim[c.claim().as_tuple()] for c in answer.claims if c.claim().as_tuple() in by_claim]
+            record.claims = [
+                by_claim[c.claim().as_tuple()] for c in answer.claims if c.claim().as_tuple() in by_claim
+            ]
     return records
 
 
@@ -315,7 +340,9 @@ def self_agreement(answers: Sequence[RealAnswer]) -> dict[str, float | int | Non
     claims = [(c.label, c.label2) for a in answers for c in a.claims if c.label2 is not None]
     return {
         "answers_relabelled": len(paired),
-        "score_pearson": pearson([float(x) for x, _ in paired], [float(y) for _, y in paired]) if paired else None,
+        "score_pearson": pearson([float(x) for x, _ in paired], [float(y) for _, y in paired])
+        if paired
+        else None,
         "score_exact": sum(x == y for x, y in paired) / len(paired) if paired else None,
         "claims_relabelled": len(claims),
         "claim_agreement": sum(x == y for x, y in claims) / len(claims) if claims else None,
@@ -338,8 +365,14 @@ def run_real(
     """Score and evaluate in one call (blocking)."""
     records = asyncio.run(
         score_real(
-            answers, scene_of, judge=judge, cache=cache, extractor=extractor, claims_from=claims_from,
-            chunk=chunk, on_chunk=on_chunk,
+            answers,
+            scene_of,
+            judge=judge,
+            cache=cache,
+            extractor=extractor,
+            claims_from=claims_from,
+            chunk=chunk,
+            on_chunk=on_chunk,
         )
     )
     return evaluate_real(answers, records, label=label, claims_from=claims_from, rate=rate), records
