@@ -46,7 +46,7 @@ def test_llm_extractor_results_are_cached_and_failures_named() -> None:
 
 
 def test_llm_extractor_on_the_packaged_qwen(llama_server: str) -> None:
-    extractor = LLMTupleExtractor(model="qwen", base_url=llama_server, concurrency=1, timeout_s=600)
+    extractor = LLMTupleExtractor(model="qwen", base_url=llama_server, concurrency=1, timeout_s=900, max_tokens=160)
     texts = ["Two black cats are sleeping on a red sofa.", ""]
     result = asyncio.run(extractor.extract_many(texts))
     tuples = result[0]
