@@ -32,7 +32,7 @@ from halluscope.benchmarks.closed import ClosedDataError, check_mode, download_f
 from halluscope.cache import default_cache_dir
 from halluscope.metrics.amber import dimension_of
 from halluscope.options import check_options
-from halluscope.responses import ResponsesFile, read_any_responses
+from halluscope.responses import ResponsesFile
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["Amber", "amber_paper_rule", "judge_description"]
@@ -251,12 +251,7 @@ class Amber(Benchmark):
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
     ) -> ResponsesFile:
         """halluscope JSONL, AMBER's own layout (a JSON list of ``{"id", "response"}``), or another harness's."""
-        from halluscope.importers import detect_external, read_external
-
         path = Path(path)
-        kind = detect_external(path)
-        if kind is not None:
-            return read_external(path, kind, self, benchmark_ids=benchmark_ids)
         if path.suffix == ".json" and path.read_text(encoding="utf-8").lstrip().startswith("["):
             result = ResponsesFile()
             for index, row in enumerate(json.loads(path.read_text(encoding="utf-8"))):
@@ -270,7 +265,7 @@ class Amber(Benchmark):
                     continue
                 result.responses[sample_id] = Response(id=sample_id, response=row["response"])
             return result
-        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
+        return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
 
     async def score_many(
         self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext

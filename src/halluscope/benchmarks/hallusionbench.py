@@ -36,7 +36,7 @@ from halluscope.benchmarks.closed import ClosedDataError, download_files
 from halluscope.cache import default_cache_dir
 from halluscope.judges.answers import parse_yes_no
 from halluscope.options import check_options
-from halluscope.responses import ResponsesFile, read_any_responses
+from halluscope.responses import ResponsesFile
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["HallusionBench", "hallusion_id"]
@@ -178,15 +178,10 @@ class HallusionBench(Benchmark):
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
     ) -> ResponsesFile:
         """halluscope JSONL, the official result layout (``model_prediction``), or lmms-eval / VLMEvalKit."""
-        from halluscope.importers import detect_external, read_external
-
         path = Path(path)
-        kind = detect_external(path)
-        if kind is not None:
-            return read_external(path, kind, self, benchmark_ids=benchmark_ids)
         if path.suffix == ".json" and path.read_text(encoding="utf-8").lstrip().startswith("["):
             return self._read_official(path, benchmark_ids, key or "model_prediction")
-        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
+        return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
 
     def _read_official(self, path: Path, benchmark_ids: set[str] | None, key: str) -> ResponsesFile:
         result = ResponsesFile()

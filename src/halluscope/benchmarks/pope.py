@@ -42,7 +42,7 @@ from halluscope.benchmarks.closed import (
 )
 from halluscope.cache import default_cache_dir
 from halluscope.options import check_options
-from halluscope.responses import ResponsesFile, read_any_responses
+from halluscope.responses import ResponsesFile
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
@@ -233,15 +233,10 @@ class Pope(Benchmark):
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
     ) -> ResponsesFile:
         """halluscope JSONL, POPE's own answer layout, or an lmms-eval / VLMEvalKit output file."""
-        from halluscope.importers import detect_external, read_external
-
         path = Path(path)
-        kind = detect_external(path)
-        if kind is not None:
-            return read_external(path, kind, self, benchmark_ids=benchmark_ids)
         if _is_official_answers(path):
             return self._read_official_answers(path)
-        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
+        return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
 
     def _read_official_answers(self, path: Path) -> ResponsesFile:
         """POPE's answer layout (``answer_example.json``): one ``{"question", "answer"}`` a line, in the
