@@ -10,11 +10,11 @@ follow the run's ``mode``. So a user sees, per item, where the two rules part, w
 from __future__ import annotations
 
 import json
-import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from halluscope.download import fetch_first
 from halluscope.judges.answers import ParsedAnswer, parse_yes_no
 from halluscope.types import Response, Sample, SampleRecord
 
@@ -64,17 +64,9 @@ def download_files(urls: dict[str, str], target_dir: Path, what: str) -> Path:
         target = target_dir / relative
         if target.exists():
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with urllib.request.urlopen(url, timeout=60) as answer:
-                payload = answer.read()
-        except OSError as error:
-            raise ClosedDataError(
-                f"could not download {what} from {url} ({error}); pass --data with a local copy"
-            ) from error
-        tmp = target.with_name(target.name + ".part")
-        tmp.write_bytes(payload)
-        tmp.replace(target)
+        errors = fetch_first(target, [url])
+        if errors:
+            raise ClosedDataError(f"could not download {what} ({errors[0]}); pass --data with a local copy")
     return target_dir
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -39,6 +38,7 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.cache import default_cache_dir
+from halluscope.download import fetch_first
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.judges.hqh_rules import parse_numbers
 from halluscope.options import check_options
@@ -92,19 +92,8 @@ def download_hqh(target_dir: Path | None = None) -> Path:
         target = target_dir / name
         if target.exists():
             continue
-        errors = []
-        for base in OFFICIAL_URLS:
-            try:
-                with urllib.request.urlopen(base + name, timeout=120) as answer:
-                    payload = answer.read()
-            except OSError as error:
-                errors.append(f"{base + name}: {error}")
-                continue
-            tmp = target.with_suffix(".part")
-            tmp.write_bytes(payload)
-            tmp.replace(target)
-            break
-        else:
+        errors = fetch_first(target, [base + name for base in OFFICIAL_URLS], timeout=120)
+        if errors:
             raise HQHDataError(
                 f"could not download HQH's {name} ({'; '.join(errors)}); "
                 "pass --data with a folder holding HQH.json and image_data.json"

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import re
-import urllib.request
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,6 +39,7 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.cache import default_cache_dir
+from halluscope.download import fetch_first
 from halluscope.gcpause import gc_paused
 from halluscope.jsonio import iter_jsonl
 from halluscope.judges.answers import (
@@ -124,19 +124,8 @@ def download_reefknot(target_dir: Path | None = None) -> Path:
         target = target_dir / name
         if target.exists():
             continue
-        errors = []
-        for base in OFFICIAL_URLS:
-            try:
-                with urllib.request.urlopen(base + name, timeout=60) as answer:
-                    payload = answer.read()
-            except OSError as error:
-                errors.append(f"{base + name}: {error}")
-                continue
-            tmp = target.with_suffix(".part")
-            tmp.write_bytes(payload)
-            tmp.replace(target)
-            break
-        else:
+        errors = fetch_first(target, [base + name for base in OFFICIAL_URLS])
+        if errors:
             raise ReefknotDataError(
                 f"could not download Reefknot's {name} ({'; '.join(errors)}); "
                 "pass --data with a folder holding YESNO.jsonl, Multichoice.jsonl and VQA.jsonl"
