@@ -10,7 +10,7 @@ import pytest
 
 from halluscope.benchmarks.reefknot import ReefknotDataError, read_reefknot_file
 from halluscope.models.replay import ReplayModel
-from halluscope.report.html import _read_records_jsonl
+from halluscope.report.rundir import read_records_jsonl
 from halluscope.responses import load_reefknot_responses, load_responses
 from halluscope.runs.respond import read_collected
 from tests.paths import REEFKNOT_DIR
@@ -66,7 +66,7 @@ def test_report_reader_notes_bad_lines(tmp_path: Path) -> None:
     path = tmp_path / "samples.jsonl"
     path.write_text(json.dumps({"id": "a"}) + "\n[1]\n{broken")
     notes: list[str] = []
-    assert _read_records_jsonl(path, notes) == [{"id": "a"}]
+    assert read_records_jsonl(path, notes) == [{"id": "a"}]
     assert notes == [
         "samples.jsonl line 2 is not a sample record; skipped",
         "samples.jsonl line 3 is not valid JSON; skipped",

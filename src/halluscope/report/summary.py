@@ -1,0 +1,130 @@
+"""The summary table of all runs, with per-group metrics and notes, as server-side HTML.
+
+Server-side so that the summary reads without JavaScript; every text from a run goes through ``esc``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import quote
+
+from halluscope.report.claims import CATEGORIES, verdict_counts
+from halluscope.report.formatting import column_scale, esc, fmt, metric_keys_of, pretty
+from halluscope.report.rundir import ReportRun, as_float
+
+
+def summary_html(runs: Sequence[ReportRun]) -> str:
+    metric_keys = metric_keys_of(runs)
+    count_keys: list[str] = []
+    for run in runs:
+        for key in run.metrics.get("counts") or {}:
+            if key not in count_keys:
+                count_keys.append(str(key))
+    # The first column is the run's label: its model, plus the judge or folder where models repeat.
+    head = ["model (run folder)", "benchmark", "extractor", "judge", "samples"]
+    head_html = "".join(f"<th>{esc(h)}</th>" for h in head)
+    head_html += "".join(
+        f'<th class="num metric" title="{esc(k)}">{esc(pretty(k)).replace(" ", "<br>")}</th>'
+        for k in metric_keys
+    )
+    head_html += '<th class="claims-col">claims by verdict</th><th class="counts-col">counts</th>'
+    scales = {k: column_scale(r.metric_values().get(k) for r in runs) for k in metric_keys}
+    rows = []
+    for index, run in enumerate(runs):
+        values = run.metric_values()
+        counts = run.metrics.get("counts") or {}
+        verdicts = verdict_counts(run.records)
+        chips = "".join(
+            f'<span class="chip v-{c}" data-cat="{c}" title="{esc(_category_title(c))}">'
+            f"{c} {verdicts[c]}</span>"
+            for c in CATEGORIES
+            if verdicts[c] or c in ("supported", "object", "relation", "unjudged")
+        )
+        cells = [
+            f'<td class="run-col"><span class="swatch" style="background:{run.color}"></span>'
+            f'<a href="#/samples?run={esc(quote(run.name, safe=""))}">{esc(run.label)}</a>'
+            + (
+                f'<div class="dir" title="{esc(run.directory)}">{esc(run.directory.name)}</div></td>'
+                if run.directory.name != run.label
+                else "</td>"
+            ),
+            f"<td>{esc(run.benchmark)}</td>",
+            _component_cell(run.extractor),
+            _component_cell(run.judge),
+            f'<td class="num" data-key="samples">{len(run.records)}</td>',
+        ]
+        cells += [
+            f'<td class="num" data-key="{esc(k)}">{fmt(values.get(k), scales[k])}</td>' for k in metric_keys
+        ]
+        cells.append(f'<td class="claims-col">{chips}</td>')
+        shown = [k for k in count_keys if k in counts]
+        count_items = "".join(
+            f'<div class="count" data-key="count:{esc(k)}">{esc(k)} <b>{esc(counts[k])}</b></div>' for k in shown
+        )
+        # Counts are many and secondary: folded, so that each run stays one line tall.
+        cells.append(
+            f'<td class="counts-col"><details><summary>{len(shown)} counts</summary>{count_items}</details></td>'
+            if shown
+            else '<td class="counts-col"></td>'
+        )
+        rows.append(f'<tr data-run="{index}">{"".join(cells)}</tr>')
+    table = (
+        '<div class="table-wrap"><table id="summary-table" class="summary">'
+        f"<thead><tr>{head_html}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+    return table + _groups_html(runs) + _notes_html(runs)
+
+
+def _groups_html(runs: Sequence[ReportRun]) -> str:
+    parts = []
+    for run in runs:
+        groups = run.metrics.get("groups") or {}
+        if not isinstance(groups, dict) or not groups:
+            continue
+        keys: list[str] = []
+        for values in groups.values():
+            for key in values or {}:
+                if key not in keys:
+                    keys.append(str(key))
+        head = "<th>group</th>" + "".join(
+            f'<th class="num">{esc(pretty(k))}</th>' for k in keys
+        )
+        body = "".join(
+            f"<tr><td>{esc(group)}</td>"
+            + "".join(f'<td class="num">{fmt(as_float((values or {}).get(k)))}</td>' for k in keys)
+            + "</tr>"
+            for group, values in groups.items()
+        )
+        parts.append(
+            f'<details class="groups"><summary>Per-group metrics — {esc(run.label)}</summary>'
+            f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>'
+        )
+    return "".join(parts)
+
+
+def _notes_html(runs: Sequence[ReportRun]) -> str:
+    items = [f"<li><b>{esc(run.label)}</b>: {esc(note)}</li>" for run in runs for note in run.notes]
+    return f'<ul class="notes">{"".join(items)}</ul>' if items else ""
+
+
+def _category_title(category: str) -> str:
+    return {
+        "supported": "supported",
+        "object": "object hallucination",
+        "relation": "relation hallucination",
+        "attribute": "attribute hallucination",
+        "hallucinated": "hallucination (type not given)",
+        "unjudged": "unjudged",
+    }[category]
+
+
+def _component_cell(text: str) -> str:
+    """A table cell for "name (model identity)": the name, with the long identity small beneath it."""
+    name, sep, detail = text.partition(" (")
+    if not sep or not detail.endswith(")"):
+        return f'<td class="component">{esc(text)}</td>'
+    return (
+        f'<td class="component" title="{esc(text)}">{esc(name)}'
+        f'<div class="detail">{esc(detail[:-1])}</div></td>'
+    )
