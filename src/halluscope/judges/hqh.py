@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import re
 from abc import abstractmethod
 from collections.abc import Sequence
@@ -41,6 +40,7 @@ from typing import Any
 
 from halluscope.cache import Cache
 from halluscope.llm.client import LLMAuthError, LLMError, stage_client
+from halluscope.llm.replies import json_object
 from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, Judge, JudgeItem
@@ -271,20 +271,6 @@ def parse_per_answer_reply(reply: str) -> HQHJudgement:
     )
 
 
-def _json_object(reply: str) -> Any:
-    text = reply.strip()
-    if text.startswith("```"):
-        text = text.strip("`")
-        text = text[4:] if text.lower().startswith("json") else text
-    try:
-        return json.loads(text)
-    except ValueError:
-        start, end = text.find("{"), text.rfind("}")
-        if 0 <= start < end:
-            return json.loads(text[start : end + 1])
-        raise
-
-
 def _entry(entry: dict[str, Any]) -> HQHJudgement:
     verdict = entry.get("verdict")
     count = entry.get("contradicting_claims")
@@ -305,7 +291,7 @@ def parse_batched_reply(reply: str, n_answers: int) -> list[HQHJudgement]:
     """One judgement per answer from a batched JSON reply; unjudged wherever the reply does not say clearly."""
     snippet = reply.strip()[:200]
     try:
-        data = _json_object(reply)
+        data = json_object(reply)
     except ValueError:
         return [HQHJudgement.unjudged(f"judge reply is not JSON: {snippet!r}", "batched") for _ in range(n_answers)]
     entries = data.get("grades") if isinstance(data, dict) else None

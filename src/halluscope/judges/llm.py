@@ -38,6 +38,7 @@ from typing import Any
 
 from halluscope.cache import Cache
 from halluscope.llm.client import FATAL_ERRORS, LLMError, stage_client
+from halluscope.llm.replies import json_object
 from halluscope.options import check_options
 from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
@@ -186,20 +187,6 @@ def _tri_he_error(parts: set[str]) -> ErrorType:
     return ErrorType.OBJECT if ErrorType.OBJECT in named else ErrorType.RELATION
 
 
-def _json_object(reply: str) -> Any:
-    text = reply.strip()
-    if text.startswith("```"):
-        text = text.strip("`")
-        text = text[4:] if text.lower().startswith("json") else text
-    try:
-        return json.loads(text)
-    except ValueError:
-        start, end = text.find("{"), text.rfind("}")
-        if 0 <= start < end:
-            return json.loads(text[start : end + 1])  # raises ValueError when that is not JSON either
-        raise
-
-
 def _entry_verdict(entry: dict[str, Any]) -> Verdict:
     supported = entry.get("supported")
     reason = entry.get("reason")
@@ -220,7 +207,7 @@ def parse_batched_reply(reply: str, n_claims: int) -> list[Verdict]:
     entry, with conflicting entries, or with a malformed one are unjudged.
     """
     try:
-        data = _json_object(reply)
+        data = json_object(reply)
     except ValueError:
         reason = f"judge reply is not JSON: {reply.strip()[:200]!r}"
         return [Verdict.unjudged(reason) for _ in range(n_claims)]
