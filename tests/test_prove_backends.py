@@ -13,10 +13,11 @@ import pytest
 from halluscope.benchmarks.prove import Prove
 from halluscope.cache import Cache
 from halluscope.claims.dsg import LLMTupleExtractor, RulesTupleExtractor, parse_tuple_lines
+from halluscope.llm.client import LLMBadRequestError
 from halluscope.stages import Failure, ScoringContext
 from halluscope.types import Response
 from tests.paths import REPO_ROOT
-from tests.scripted_server import ScriptedServer, completion
+from tests.scripted_server import ScriptedServer, completion, error
 
 DATA = REPO_ROOT / "tests" / "data" / "prove" / "prove.json"
 
@@ -43,6 +44,14 @@ def test_llm_extractor_results_are_cached_and_failures_named() -> None:
         extractor = LLMTupleExtractor(model="m", base_url=server.base_url, timeout_s=2)
     result = asyncio.run(extractor.extract_many(["A cat."]))
     assert isinstance(result[0], Failure) and "tuple extraction failed" in result[0].reason
+
+
+def test_llm_extractor_stops_on_a_bad_request() -> None:
+    # An unknown model or a prompt the endpoint refuses fails every answer alike: stop, do not record failures.
+    with ScriptedServer([error(400, "model 'm' does not exist")]) as server:
+        extractor = LLMTupleExtractor(model="m", base_url=server.base_url)
+        with pytest.raises(LLMBadRequestError, match="does not exist"):
+            asyncio.run(extractor.extract_many(["A dog."]))
 
 
 def test_llm_extractor_on_the_packaged_qwen(llama_server: str) -> None:

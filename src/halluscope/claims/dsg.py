@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from halluscope.cache import Cache
-from halluscope.llm.client import LLMAuthError, LLMError, stage_client
+from halluscope.llm.client import FATAL_ERRORS, LLMError, stage_client
 from halluscope.options import check_options
 from halluscope.registry import Registry
 from halluscope.scene.tuples import SceneTuple, TupleParseError, claims_to_tuples, parse_tuple
@@ -169,7 +169,7 @@ class LLMTupleExtractor(TupleExtractor):
         async def one(text: str) -> list[SceneTuple] | Failure:
             try:
                 return await self.extract(text)
-            except LLMAuthError:
+            except FATAL_ERRORS:
                 raise
             except LLMError as error:
                 return Failure(f"tuple extraction failed: {error}")
