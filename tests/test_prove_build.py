@@ -165,12 +165,19 @@ def _run_build(
     return asyncio.run(go())
 
 
+def _scripted_build(
+    server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
+) -> tuple[Path, dict[str, Any]]:
+    """The build of ``_graph()`` on the scripted GENERATION and FILTER_REPLY: its folder and summary."""
+    server.push(completion(GENERATION), completion(FILTER_REPLY))
+    out = tmp_path / "built"
+    return out, _run_build(server, out, embedder, sandbox, Cache(None))
+
+
 def test_funnel_on_scripted_replies_and_resume(
     scripted_server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
 ) -> None:
-    scripted_server.push(completion(GENERATION), completion(FILTER_REPLY))
-    out = tmp_path / "built"
-    summary = _run_build(scripted_server, out, embedder, sandbox, Cache(None))
+    out, summary = _scripted_build(scripted_server, tmp_path, embedder, sandbox)
     funnel = summary["funnel"]
     assert (
         funnel["generated"],
@@ -208,9 +215,7 @@ def test_funnel_on_scripted_replies_and_resume(
 def test_build_output_loads_in_the_benchmark_and_its_tuples_parse(
     scripted_server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
 ) -> None:
-    scripted_server.push(completion(GENERATION), completion(FILTER_REPLY))
-    out = tmp_path / "built"
-    _run_build(scripted_server, out, embedder, sandbox, Cache(None))
+    out = _scripted_build(scripted_server, tmp_path, embedder, sandbox)[0]
     rows = json.loads((out / "prove.json").read_text())
     image_tuples = rows[0]["image_tuples"]
     # the one tuple writer: the graph's tuples, each string printed back unchanged by the parser
@@ -259,9 +264,7 @@ def test_qa_diff_keeps_relation_order_and_drops_the_premise() -> None:
 def test_answer_tuples_from_the_rules_extractor_reuse_the_saved_images(
     scripted_server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
 ) -> None:
-    scripted_server.push(completion(GENERATION), completion(FILTER_REPLY))
-    out = tmp_path / "built"
-    _run_build(scripted_server, out, embedder, sandbox, Cache(None))
+    out = _scripted_build(scripted_server, tmp_path, embedder, sandbox)[0]
     before = len(scripted_server.chat_requests())
     summary = _run_build(scripted_server, out, embedder, sandbox, Cache(None), RulesTupleExtractor())
     # the extractor runs on the kept pairs after the images: switching it re-generates nothing

@@ -12,6 +12,10 @@ function ``verify(g)`` that computes the answer from the graph. Then, as in the 
 3. what is left is ``kept``, and written in the released PROVE layout (image, caption, question, answer,
    ``image_tuples``, ``qa_diff_tuples``) that ``halluscope run -b prove`` reads.
 
+The tuples are :mod:`halluscope.scene.tuples`' own: ``image_tuples`` the graph's
+(:func:`~halluscope.scene.tuples.graph_to_tuples`), ``qa_diff_tuples`` the answer's minus the question's
+(see :func:`qa_diff_tuples` and :func:`answer_tuples`).
+
 Not done here: the paper's visual-entailment filter (no image–text entailment model installs offline); the
 image tuples are the graph's own facts, not tuples parsed from a dense caption.
 
@@ -433,8 +437,6 @@ def prepare_graphs(graphs: Mapping[str, SceneGraph], orient: bool) -> dict[str, 
     must see the same graphs as the build did."""
     if not orient:
         return dict(graphs)
-    from collections import Counter
-
     from halluscope.build.reefknot import _oriented_graph
 
     dropped: Counter[str] = Counter()  # relations whose direction cannot be told are left out, as in build reefknot
