@@ -246,8 +246,9 @@ def test_build_output_loads_in_the_benchmark_and_its_tuples_parse(
 
 def test_qa_diff_keeps_relation_order_and_drops_the_premise() -> None:
     graph = SceneGraph.from_triplets(
-        [("child", "watching", "man"), ("man", "watching", "man"), ("man", "holding", "pen"), ("hand", "is", "small")],
-        objects=["child", "man", "man", "pen", "hand", "hand"],
+        [("child", "watching", "man"), ("man", "watching", "man"), ("man", "holding", "pen"), ("hand", "is", "small"),
+         ("person", "facing", "water spray")],
+        objects=["child", "man", "man", "pen", "hand", "hand", "person", "water", "water spray"],
     )  # fmt: skip
     tuples = graph_to_tuples(graph)
     diff = [t.text() for t in qa_diff_tuples(tuples, "What is the child watching?", "The child is watching the man.")]
@@ -259,6 +260,11 @@ def test_qa_diff_keeps_relation_order_and_drops_the_premise() -> None:
     diff = [t.text() for t in qa_diff_tuples(tuples, "What is in the man's hands?", answer)]
     assert diff == ["entity - whole (pen)", "attribute - size (hand, small)", "other - count (hand, ==2)"]
     assert qa_diff_tuples(tuples, "Is the man holding a pen?", "Yes, the man is holding a pen.") == []
+    # "water" is named only inside "water spray": not a fact of the answer on its own
+    diff = [t.text() for t in qa_diff_tuples(tuples, "What is the person facing?", "The person faces the water spray.")]
+    assert diff == ["entity - whole (water spray)"]
+    diff = [t.text() for t in qa_diff_tuples(tuples, "What is the person facing?", "Water, from the water spray.")]
+    assert diff == ["entity - whole (water)", "entity - whole (water spray)"]
 
 
 def test_answer_tuples_from_the_rules_extractor_reuse_the_saved_images(

@@ -346,6 +346,11 @@ def _lemma(word: str) -> str:
 _LEMMAS: dict[str, str] = {}
 
 
+def _content(phrase: str) -> list[str]:
+    """A phrase's content words (filler dropped), in their dictionary forms."""
+    return [_lemma(w) for w in _words(phrase) if w not in _FILLER]
+
+
 def _positions(text: str) -> dict[str, list[int]]:
     """Each word of the text (noun plurals folded: "hands" → "hand") → where it occurs."""
     found: dict[str, list[int]] = {}
@@ -357,7 +362,7 @@ def _positions(text: str) -> dict[str, list[int]]:
 def _places(phrase: str, positions: Mapping[str, list[int]]) -> list[int] | None:
     """Where a phrase can stand in the text (positions of its last content word, its head), or None when
     one of its content words is missing. A phrase of filler words only stands anywhere ([])."""
-    words = [_lemma(w) for w in _words(phrase) if w not in _FILLER]
+    words = _content(phrase)
     if not all(w in positions for w in words):
         return None
     return list(positions[words[-1]]) if words else []
@@ -375,7 +380,7 @@ def states(item: SceneTuple, positions: Mapping[str, list[int]], numbers: set[fl
         s, o, p = _places(subject, positions), _places(obj, positions), _places(predicate, positions)
         if s is None or o is None or p is None:
             return False
-        pred_words = [_lemma(w) for w in _words(predicate) if w not in _FILLER]
+        pred_words = _content(predicate)
         firsts = positions[pred_words[0]] if pred_words else [None]
         for first in firsts:
             for i in s:
@@ -389,10 +394,36 @@ def states(item: SceneTuple, positions: Mapping[str, list[int]], numbers: set[fl
     return all(_places(arg, positions) is not None for arg in item.args)
 
 
+def _spans(name: str, lemmas: Sequence[str]) -> set[int]:
+    """The word positions where the name stands in the text as a run of its words ("water spray")."""
+    words = _content(name)
+    covered: set[int] = set()
+    for start in range(len(lemmas) - len(words) + 1):
+        if words and list(lemmas[start : start + len(words)]) == words:
+            covered.update(range(start, start + len(words)))
+    return covered
+
+
 def stated_tuples(tuples: Sequence[SceneTuple], text: str) -> list[SceneTuple]:
-    """The tuples of ``tuples`` that ``text`` states (:func:`states`), in order."""
+    """The tuples of ``tuples`` that ``text`` states (:func:`states`), in order.
+
+    An entity whose name occurs only inside the name of a longer entity the text states ("water" in "the
+    water spray", "bat" in "a baseball bat") is not stated on its own.
+    """
     positions, numbers = _positions(text), _numbers_in(text)
-    return [t for t in tuples if states(t, positions, numbers)]
+    stated = [t for t in tuples if states(t, positions, numbers)]
+    lemmas = [_lemma(w) for w in _words(text)]
+    names = [t.args[0] for t in stated if t.kind == "entity"]
+
+    def only_inside_longer(name: str) -> bool:
+        words = _content(name)
+        inside: set[int] = set()
+        for other in names:
+            if len(_content(other)) > len(words) and set(words) <= set(_content(other)):
+                inside |= _spans(other, lemmas)
+        return bool(words) and bool(inside) and set(positions[words[-1]]) <= inside
+
+    return [t for t in stated if t.kind != "entity" or not only_inside_longer(t.args[0])]
 
 
 def qa_diff_tuples(image_tuples: Sequence[SceneTuple], question: str, answer: str) -> list[SceneTuple]:
