@@ -332,6 +332,8 @@ def answers_agree(
 
 #: Words a tuple argument may contain that a text need not repeat for the tuple to count as stated.
 _FILLER = frozenset({"the", "a", "an", "of", "is", "are", "s"})
+#: Word → its noun dictionary form, filled as words are met (WordNet look-ups are slow).
+_LEMMAS: dict[str, str] = {}
 
 
 def _lemma(word: str) -> str:
@@ -341,9 +343,6 @@ def _lemma(word: str) -> str:
 
         _LEMMAS[word] = NameMatcher.singular(word)
     return _LEMMAS[word]
-
-
-_LEMMAS: dict[str, str] = {}
 
 
 def _content(phrase: str) -> list[str]:
