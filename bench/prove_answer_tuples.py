@@ -1,0 +1,77 @@
+"""The kept pairs of a ``halluscope build prove`` folder, their ``qa_diff_tuples`` made each way.
+
+Reads the saved per-image results (``images/<id>.json``, read only; nothing is written there and no
+generation is re-run) and the scene graphs they were built from, and prints for every kept pair the
+answer-minus-question tuples of each ``--answer-tuples`` method asked for (``graph``, ``rules``, ``llm``),
+then how many pairs get the same tuples from each method as from ``graph``.
+
+Usage (``llm`` needs ``--llm`` and ``--base-url``)::
+
+    python bench/prove_answer_tuples.py --build /tmp/pb/tri-he-20 -g ../shared/data/tri-he/tri-he.json \
+        --limit-images 20 --methods graph,rules
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from halluscope.build.prove import ImageResult, answer_tuples, prepare_graphs, released_rows
+from halluscope.cache import Cache
+from halluscope.claims.dsg import TUPLE_EXTRACTORS
+from halluscope.cli.build import GraphFormat, load_graphs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build", type=Path, required=True, help="a build prove output folder")
+    parser.add_argument("-g", "--scene-graphs", type=Path, required=True)
+    parser.add_argument("--format", default="tri-he", choices=[f.value for f in GraphFormat])
+    parser.add_argument("--limit-images", type=int, default=None)
+    parser.add_argument("--no-orient", action="store_true", help="the build ran with --no-orient")
+    parser.add_argument("--methods", default="graph,rules")
+    parser.add_argument("--llm", default=None)
+    parser.add_argument("--base-url", default=None)
+    args = parser.parse_args()
+
+    graph_format = GraphFormat(args.format)
+    orient = graph_format is GraphFormat.TRI_HE and not args.no_orient
+    graphs = prepare_graphs(load_graphs(args.scene_graphs, graph_format, args.limit_images), orient)
+    results = []
+    for path in sorted((args.build / "images").glob("*.json")):
+        result = ImageResult.model_validate_json(path.read_text(encoding="utf-8"))
+        if result.image_id in graphs:
+            results.append(result)
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    by_method: dict[str, dict[str, list[str]]] = {}
+    rows: list[dict[str, Any]] = []
+    for method in methods:
+        extractor = None
+        if method == "llm":
+            extractor = TUPLE_EXTRACTORS.create(
+                "llm", model=args.llm, base_url=args.base_url, concurrency=1, timeout_s=900.0, cache=Cache(None)
+            )
+        elif method != "graph":
+            extractor = TUPLE_EXTRACTORS.create(method)
+        diffs, how = asyncio.run(answer_tuples(results, extractor))
+        rows = released_rows(results, graphs, None, diffs)
+        by_method[method] = {str(r["id"]): list(r["qa_diff_tuples"]) for r in rows}
+        if how.get("fallback"):
+            print(f"{method}: fell back to the graph for {json.dumps(how['fallback'])}")
+    print(f"{len(results)} images, {len(rows)} kept pairs")
+    for row in rows:
+        print(f"\n{row['id']}: {row['question']} / {row['answer']}")
+        for method in methods:
+            print(f"  {method:>5}: {by_method[method][str(row['id'])]}")
+    if "graph" in by_method:
+        for method in methods:
+            same = sum(by_method[method][i] == by_method["graph"][i] for i in by_method["graph"])
+            print(f"{method}: same tuples as graph on {same} of {len(rows)} pairs")
+
+
+if __name__ == "__main__":
+    main()
