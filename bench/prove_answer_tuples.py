@@ -5,7 +5,7 @@ generation is re-run) and the scene graphs they were built from, and prints for 
 answer-minus-question tuples of each ``--answer-tuples`` method asked for (``graph``, ``rules``, ``llm``),
 then how many pairs get the same tuples from each method as from ``graph``.
 
-Usage (``llm`` needs ``--llm`` and ``--base-url``)::
+Usage (``llm`` starts the packaged Qwen2.5-Coder on llama.cpp unless ``--base-url`` is given)::
 
     python bench/prove_answer_tuples.py --build /tmp/pb/tri-he-20 -g ../shared/data/tri-he/tri-he.json \
         --limit-images 20 --methods graph,rules
@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,19 +51,28 @@ def main() -> None:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     by_method: dict[str, dict[str, list[str]]] = {}
     rows: list[dict[str, Any]] = []
-    for method in methods:
-        extractor = None
-        if method == "llm":
-            extractor = TUPLE_EXTRACTORS.create(
-                "llm", model=args.llm, base_url=args.base_url, concurrency=1, timeout_s=900.0, cache=Cache(None)
-            )
-        elif method != "graph":
-            extractor = TUPLE_EXTRACTORS.create(method)
-        diffs, how = asyncio.run(answer_tuples(results, extractor))
-        rows = released_rows(results, graphs, None, diffs)
-        by_method[method] = {str(r["id"]): list(r["qa_diff_tuples"]) for r in rows}
-        if how.get("fallback"):
-            print(f"{method}: fell back to the graph for {json.dumps(how['fallback'])}")
+    with contextlib.ExitStack() as stack:
+        for method in methods:
+            extractor = None
+            if method == "llm":
+                model, base_url = args.llm, args.base_url
+                if base_url is None:
+                    from halluscope.llm.offline import llama_server
+
+                    server = stack.enter_context(llama_server(n_ctx=4096))
+                    model, base_url = server.model, server.base_url
+                extractor = TUPLE_EXTRACTORS.create(
+                    "llm", model=model, base_url=base_url, concurrency=1, timeout_s=900.0, cache=Cache(None)
+                )
+            elif method != "graph":
+                extractor = TUPLE_EXTRACTORS.create(method)
+            started = time.perf_counter()
+            diffs, how = asyncio.run(answer_tuples(results, extractor))
+            print(f"{method}: {time.perf_counter() - started:.1f} s")
+            rows = released_rows(results, graphs, None, diffs)
+            by_method[method] = {str(r["id"]): list(r["qa_diff_tuples"]) for r in rows}
+            if how.get("fallback"):
+                print(f"{method}: fell back to the graph for {json.dumps(how['fallback'])}")
     print(f"{len(results)} images, {len(rows)} kept pairs")
     for row in rows:
         print(f"\n{row['id']}: {row['question']} / {row['answer']}")
