@@ -25,6 +25,7 @@ from halluscope.build.prove import ImageResult, answer_tuples, prepare_graphs, r
 from halluscope.cache import Cache
 from halluscope.claims.dsg import TUPLE_EXTRACTORS
 from halluscope.cli.build import GraphFormat, load_graphs
+from halluscope.scene.tuples import fact_key, parse_tuple
 
 
 def main() -> None:
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("--methods", default="graph,rules")
     parser.add_argument("--llm", default=None)
     parser.add_argument("--base-url", default=None)
+    parser.add_argument("--cache", type=Path, default=None, help="cache file for the llm calls (none: no cache)")
     args = parser.parse_args()
 
     graph_format = GraphFormat(args.format)
@@ -62,7 +64,7 @@ def main() -> None:
                     server = stack.enter_context(llama_server(n_ctx=4096))
                     model, base_url = server.model, server.base_url
                 extractor = TUPLE_EXTRACTORS.create(
-                    "llm", model=model, base_url=base_url, concurrency=1, timeout_s=900.0, cache=Cache(None)
+                    "llm", model=model, base_url=base_url, concurrency=1, timeout_s=900.0, cache=Cache(args.cache)
                 )
             elif method != "graph":
                 extractor = TUPLE_EXTRACTORS.create(method)
@@ -79,9 +81,16 @@ def main() -> None:
         for method in methods:
             print(f"  {method:>5}: {by_method[method][str(row['id'])]}")
     if "graph" in by_method:
+        graph = by_method["graph"]
         for method in methods:
-            same = sum(by_method[method][i] == by_method["graph"][i] for i in by_method["graph"])
-            print(f"{method}: same tuples as graph on {same} of {len(rows)} pairs")
+            same = sum(by_method[method][i] == graph[i] for i in graph)
+            facts = sum(_facts(by_method[method][i]) == _facts(graph[i]) for i in graph)
+            print(f"{method}: same tuples as graph on {same} of {len(rows)} pairs, same facts on {facts}")
+
+
+def _facts(texts: list[str]) -> set[tuple[str, tuple[str, ...]]]:
+    """The facts the tuples state, whatever their subcategories (``fact_key``)."""
+    return {fact_key(parse_tuple(t)) for t in texts}
 
 
 if __name__ == "__main__":
