@@ -11,23 +11,30 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from halluscope.benchmarks.prove import Prove
 from halluscope.build.prove import (
+    FILTER_SYSTEM,
+    GENERATE_SYSTEM,
     BuildOptions,
     ProveBuilder,
     answers_agree,
     build_prove_async,
+    embedding_similarity,
     parse_filter_verdicts,
     parse_pairs,
+    qa_diff_tuples,
     verify_qa_file,
 )
 from halluscope.cache import Cache
+from halluscope.claims.dsg import RulesTupleExtractor, TupleExtractor
 from halluscope.cli.main import app
 from halluscope.embeddings import Embedder, load_embedder
 from halluscope.llm.client import ChatClient
 from halluscope.sandbox import Sandbox
 from halluscope.scene.graph import SceneGraph
+from halluscope.scene.tuples import graph_to_tuples, parse_tuple, parse_tuples
 from tests.paths import TRI_HE_JSON
-from tests.scripted_server import ScriptedServer, completion
+from tests.scripted_server import Reply, ScriptedServer, completion, error
 
 
 def _graph() -> SceneGraph:
@@ -128,10 +135,7 @@ def test_parse_pairs_reads_blocks_and_skips_incomplete_ones() -> None:
 
 
 def test_answers_agree_checks_numbers_and_yes_no_before_embeddings(embedder: Embedder) -> None:
-    def sim(a: str, b: str) -> float:
-        v = embedder.encode([a, b])
-        return float(v[0] @ v[1])
-
+    sim = embedding_similarity(embedder)
     assert answers_agree(2, "There are two cats.", sim, 0.75)[0]
     assert not answers_agree(3, "There are two cats.", sim, 0.75)[0]  # embeddings alone would pass this
     assert answers_agree(True, "Yes, it is.", sim, 0.75)[0]
@@ -142,26 +146,38 @@ def test_answers_agree_checks_numbers_and_yes_no_before_embeddings(embedder: Emb
 
 
 def _run_build(
-    server: ScriptedServer, out: Path, embedder: Embedder, sandbox: Sandbox, cache: Cache
+    server: ScriptedServer,
+    out: Path,
+    embedder: Embedder,
+    sandbox: Sandbox,
+    cache: Cache,
+    extractor: TupleExtractor | None = None,
 ) -> dict[str, Any]:
     client = ChatClient("scripted", server.base_url, cache=cache, max_retries=0)
     builder = ProveBuilder(client, embedder, sandbox, BuildOptions(pairs=10))
 
     async def go() -> dict[str, Any]:
         try:
-            return await build_prove_async({"img-1": _graph()}, out, builder)
+            return await build_prove_async({"img-1": _graph()}, out, builder, extractor=extractor)
         finally:
             await client.aclose()
 
     return asyncio.run(go())
 
 
+def _scripted_build(
+    server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
+) -> tuple[Path, dict[str, Any]]:
+    """The build of ``_graph()`` on the scripted GENERATION and FILTER_REPLY: its folder and summary."""
+    server.push(completion(GENERATION), completion(FILTER_REPLY))
+    out = tmp_path / "built"
+    return out, _run_build(server, out, embedder, sandbox, Cache(None))
+
+
 def test_funnel_on_scripted_replies_and_resume(
     scripted_server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
 ) -> None:
-    scripted_server.push(completion(GENERATION), completion(FILTER_REPLY))
-    out = tmp_path / "built"
-    summary = _run_build(scripted_server, out, embedder, sandbox, Cache(None))
+    out, summary = _scripted_build(scripted_server, tmp_path, embedder, sandbox)
     funnel = summary["funnel"]
     assert (
         funnel["generated"],
@@ -196,6 +212,119 @@ def test_funnel_on_scripted_replies_and_resume(
     assert again["images_reused"] == 1 and again["funnel"]["kept"] == 3
 
 
+def test_build_output_loads_in_the_benchmark_and_its_tuples_parse(
+    scripted_server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
+) -> None:
+    out = _scripted_build(scripted_server, tmp_path, embedder, sandbox)[0]
+    rows = json.loads((out / "prove.json").read_text())
+    image_tuples = rows[0]["image_tuples"]
+    # the one tuple writer: the graph's tuples, each string printed back unchanged by the parser
+    assert image_tuples == [t.text() for t in graph_to_tuples(_graph())]
+    assert [parse_tuple(t).text() for t in image_tuples] == image_tuples
+    assert {"attribute - color (rug, blue)", "relation - action (dog, rug, lying on)",
+            "relation - spatial (cat, dog, next to)", "other - count (cat, ==2)"} <= set(image_tuples)  # fmt: skip
+    # qa_diff_tuples: what the answer states and the question does not (nouns folded, numbers as words)
+    assert {r["question"]: r["qa_diff_tuples"] for r in rows} == {
+        "What is the dog lying on?": ["entity - whole (rug)", "relation - action (dog, rug, lying on)"],
+        "Is there a cat beside the dog?": ["relation - spatial (cat, dog, next to)"],
+        "How many cats are there?": ["other - count (cat, ==2)"],
+    }
+    assert json.loads((out / "build.json").read_text())["answer_tuples"] == {"method": "graph"}
+
+    # `halluscope run -b prove` reads the folder: same ids, the graph back from the tuples, tuples parse
+    bench = Prove(data=out)
+    samples = list(bench.samples())
+    assert [s.id for s in samples] == [r["id"] for r in rows] == ["img-1-0", "img-1-7", "img-1-9"]
+    scene = bench.scene(samples[0])
+    assert scene is not None
+    assert sorted(scene.entities()) == sorted(_graph().entities())
+    assert scene.attributes("rug") == ["blue"] and scene.relations_between("dog", "rug") == ["lying on"]
+    for sample in samples:
+        assert "load_error" not in sample.metadata
+        parse_tuples(sample.metadata["qa_diff_tuples"], where=sample.id)
+
+
+def test_qa_diff_keeps_relation_order_and_drops_the_premise() -> None:
+    graph = SceneGraph.from_triplets(
+        [("child", "watching", "man"), ("man", "watching", "man"), ("man", "holding", "pen"), ("hand", "is", "small"),
+         ("person", "facing", "water spray")],
+        objects=["child", "man", "man", "pen", "hand", "hand", "person", "water", "water spray"],
+    )  # fmt: skip
+    tuples = graph_to_tuples(graph)
+    diff = [t.text() for t in qa_diff_tuples(tuples, "What is the child watching?", "The child is watching the man.")]
+    # word overlap alone also let in "man watching man": every word of it occurs in the answer
+    assert diff == ["entity - whole (man)", "relation - action (child, man, watching)"]
+    diff = [t.text() for t in qa_diff_tuples(tuples, "How many men are there?", "There are two men.")]
+    assert diff == ["other - count (man, ==2)"]
+    answer = "He holds a pen in two small hands."
+    diff = [t.text() for t in qa_diff_tuples(tuples, "What is in the man's hands?", answer)]
+    assert diff == ["entity - whole (pen)", "attribute - size (hand, small)", "other - count (hand, ==2)"]
+    assert qa_diff_tuples(tuples, "Is the man holding a pen?", "Yes, the man is holding a pen.") == []
+    # "water" is named only inside "water spray": not a fact of the answer on its own
+    diff = [t.text() for t in qa_diff_tuples(tuples, "What is the person facing?", "The person faces the water spray.")]
+    assert diff == ["entity - whole (water spray)"]
+    diff = [t.text() for t in qa_diff_tuples(tuples, "What is the person facing?", "Water, from the water spray.")]
+    assert diff == ["entity - whole (water)", "entity - whole (water spray)"]
+
+
+def test_answer_tuples_from_the_rules_extractor_reuse_the_saved_images(
+    scripted_server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
+) -> None:
+    out = _scripted_build(scripted_server, tmp_path, embedder, sandbox)[0]
+    before = len(scripted_server.chat_requests())
+    summary = _run_build(scripted_server, out, embedder, sandbox, Cache(None), RulesTupleExtractor())
+    # the extractor runs on the kept pairs after the images: switching it re-generates nothing
+    assert len(scripted_server.chat_requests()) == before and summary["images_reused"] == 1
+    assert summary["answer_tuples"]["method"] == "rules" and summary["answer_tuples"]["fallback"] == {}
+    rows = json.loads((out / "prove.json").read_text())
+    # the answer's own words, as PROVE's extractor gives them, minus what the question states
+    assert {r["question"]: r["qa_diff_tuples"] for r in rows} == {
+        "What is the dog lying on?": ["entity - whole (rug)", "relation - action (dog, rug, lying on)"],
+        "Is there a cat beside the dog?": ["relation - spatial (cat, dog, next to)"],
+        "How many cats are there?": ["other - count (cats, ==2)"],
+    }
+
+
+def test_llm_answer_tuples_on_the_command_line_with_a_named_fallback(tmp_path: Path) -> None:
+    """--answer-tuples llm: the DSG prompt on the build's model; a failed extraction falls back to the graph."""
+    generation = _block(
+        "What is the man holding?", "The man is holding the pen.",
+        "    return [r.object for r in g.outgoing('man') if r.predicate == 'holding']",
+    ) + _block("What colour is the laptop?", "The laptop is black.", "    return g.attributes('laptop')")  # fmt: skip
+    tuples = {
+        "The man is holding the pen.": "entity - whole (man)\nentity - whole (pen)\n"
+        "relation - action (man, pen, holding)",
+        "What is the man holding?": "entity - whole (man)\n###",
+        "What colour is the laptop?": "1. entity - whole (laptop)",
+    }  # fmt: skip
+
+    def respond(body: Any) -> Reply:
+        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if system == GENERATE_SYSTEM:
+            return completion(generation)
+        if system == FILTER_SYSTEM:
+            return completion("1: ok\n2: ok")
+        text = user.rsplit("Text: ", 1)[1].split("\nFacts:")[0]
+        return completion(tuples[text]) if text in tuples else error(400, "scripted refusal")
+
+    out = tmp_path / "out"
+    with ScriptedServer(responder=respond) as server:
+        result = CliRunner().invoke(app, [
+            "build", "prove", "-g", str(TRI_HE_JSON), "--image-ids", "2374892", "--pairs", "2", "--no-cache",
+            "--llm", "scripted", "--base-url", server.base_url, "--answer-tuples", "llm", "--out", str(out),
+        ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = {r["id"]: r for r in json.loads((out / "prove.json").read_text())}
+    assert rows["2374892-0"]["qa_diff_tuples"] == ["entity - whole (pen)", "relation - action (man, pen, holding)"]
+    assert rows["2374892-1"]["qa_diff_tuples"] == ["attribute - color (laptop, black)"]  # from the graph
+    how = json.loads((out / "build.json").read_text())["answer_tuples"]
+    assert how["method"] == "llm" and how["model"] == "scripted"
+    assert list(how["fallback"]) == ["2374892-1"] and "scripted refusal" in how["fallback"]["2374892-1"]
+    bad = CliRunner().invoke(app, ["build", "prove", "-g", str(TRI_HE_JSON), "--answer-tuples", "spacy",
+                                   "--out", str(tmp_path / "x"), "--no-cache"])  # fmt: skip
+    assert bad.exit_code != 0 and "graph, rules, llm" in bad.output
+
+
 def test_unreadable_generator_output_is_named_and_the_build_goes_on(
     scripted_server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
 ) -> None:
@@ -218,11 +347,7 @@ def test_verify_names_each_programs_outcome(tmp_path: Path, embedder: Embedder, 
     ]  # fmt: skip
     qa.write_text("\n".join(json.dumps(x) for x in lines) + "\n{not json\n")
 
-    def sim(a: str, b: str) -> float:
-        v = embedder.encode([a, b])
-        return float(v[0] @ v[1])
-
-    rows = verify_qa_file(qa, {"img-1": _graph()}, sandbox, sim)
+    rows = verify_qa_file(qa, {"img-1": _graph()}, sandbox, embedding_similarity(embedder))
     assert [r.outcome for r in rows] == [
         "ok",
         "wrong_answer",

@@ -12,6 +12,7 @@ from halluscope.scene.tuples import (
     graph_to_tuples,
     parse_tuple,
     parse_tuples,
+    subtract_tuples,
     tuples_to_graph,
 )
 from halluscope.types import Claim
@@ -105,6 +106,27 @@ def test_any_scene_graph_becomes_tuples_with_inferred_kinds() -> None:
     texts = {t.text() for t in graph_to_tuples(graph)}
     assert {"entity - whole (ball)", "attribute - color (ball, red)", "attribute - size (ball, small)",
             "relation - spatial (ball, box, on)", "relation - action (man, horse, riding)"} <= texts
+
+
+def test_objects_listed_more_than_once_become_counts() -> None:
+    objects = ["man", "Man", "bat", "letter"] + ["letter"] * 10
+    graph = SceneGraph.from_triplets([("man", "holding", "bat")], objects=objects)
+    texts = [t.text() for t in graph_to_tuples(graph)]
+    assert "other - count (man, ==2)" in texts and "other - count (letter, ==11)" in texts
+    assert not any(t.startswith("other - count (bat") for t in texts)
+    # a count the tuples themselves give is kept as given, not recounted
+    back = graph_to_tuples(tuples_to_graph(["entity - whole (dog)", "other - count (dog, >=3)"]))
+    assert [t.text() for t in back] == ["entity - whole (dog)", "other - count (dog, >=3)"]
+
+
+def test_answer_minus_question_drops_the_facts_the_question_states() -> None:
+    answer = parse_tuples(["entity - whole (The dog)", "entity - whole (rug)", "relation - spatial (dog, rug, on)",
+                           "other - count (dog, ==1)", "entity - whole (rug)"])
+    question = parse_tuples(["entity - whole (dog)", "relation - action (dog, the rug, on)"])
+    # same fact despite case, a leading article and another subcategory; repeats dropped, wording kept
+    assert [t.text() for t in subtract_tuples(answer, question)] == [
+        "entity - whole (rug)", "other - count (dog, ==1)",
+    ]
 
 
 def test_claims_become_tuples() -> None:

@@ -54,6 +54,7 @@ from halluscope.scene.tuples import (
     TupleParseError,
     claims_to_tuples,
     parse_tuples,
+    subtract_tuples,
     tuples_to_graph,
 )
 from halluscope.stages import Failure
@@ -242,7 +243,7 @@ def rows_from_synthetic(folder: Path) -> list[ProveRow]:
             id=question.id, image_id=question.image_id, image=str(folder / scene.image), index=question.index,
             question=question.question, answer=question.answer, caption=None,
             image_tuples=[t.text() for t in graph_to_tuples(graph)],
-            qa_diff_tuples=[t.text() for t in answer if t not in asked],
+            qa_diff_tuples=[t.text() for t in subtract_tuples(answer, asked)],
         ))
     return rows
 

@@ -12,6 +12,10 @@ function ``verify(g)`` that computes the answer from the graph. Then, as in the 
 3. what is left is ``kept``, and written in the released PROVE layout (image, caption, question, answer,
    ``image_tuples``, ``qa_diff_tuples``) that ``halluscope run -b prove`` reads.
 
+The tuples are :mod:`halluscope.scene.tuples`' own: ``image_tuples`` the graph's
+(:func:`~halluscope.scene.tuples.graph_to_tuples`), ``qa_diff_tuples`` the answer's minus the question's
+(see :func:`qa_diff_tuples` and :func:`answer_tuples`).
+
 Not done here: the paper's visual-entailment filter (no image–text entailment model installs offline); the
 image tuples are the graph's own facts, not tuples parsed from a dense caption.
 
@@ -29,12 +33,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from halluscope.jsonio import write_json_atomic
 from halluscope.scene.graph import SceneGraph
+from halluscope.scene.tuples import SceneTuple, graph_to_tuples, subtract_tuples
+from halluscope.stages import Failure
+
+if TYPE_CHECKING:
+    from halluscope.claims.dsg import TupleExtractor
 
 #: Version of the prompts and the checks; part of each image's saved-state key.
 BUILD_VERSION = 2
@@ -313,62 +322,131 @@ def answers_agree(
     return score >= threshold, score, f"cosine {score:.2f}"
 
 
-# -- tuples in the released string format ---------------------------------------------------------------
+# -- the answer's tuples, g(A) − g(Q) ---------------------------------------------------------------------
+#
+# PROVE's ``qa_diff_tuples`` are the tuples a tuple extractor finds in the answer minus those it finds in the
+# question (the question's "premise" is not something a response must recover). Two ways here: any tuple
+# extractor of :mod:`halluscope.claims.dsg` run on both texts (``llm``: PROVE's own recipe; ``rules``), or,
+# offline and without a parser, the graph's own tuples that each text states (``graph``, the default). All
+# of them go through :mod:`halluscope.scene.tuples` and end in :func:`~halluscope.scene.tuples.subtract_tuples`.
 
-_SPATIAL = {
-    "on", "in", "under", "above", "below", "behind", "next to", "beside", "near", "in front of", "inside",
-    "on top of", "left of", "right of", "to the left of", "to the right of", "by", "against", "around",
-    "over", "beneath", "across", "along", "between", "at", "outside", "sitting on", "standing on",
-    "lying on", "hanging on", "parked on", "sitting at",
-}  # fmt: skip
-_COLOURS = {
-    "red", "blue", "green", "yellow", "black", "white", "gray", "grey", "brown", "orange", "pink", "purple",
-    "silver", "gold", "beige", "tan", "dark", "light",
-}  # fmt: skip
+#: Words a tuple argument may contain that a text need not repeat for the tuple to count as stated.
+_FILLER = frozenset({"the", "a", "an", "of", "is", "are", "s"})
+#: Word → its noun dictionary form, filled as words are met (WordNet look-ups are slow).
+_LEMMAS: dict[str, str] = {}
 
 
-def graph_tuples(graph: SceneGraph) -> list[str]:
-    """The graph's facts as Davidsonian tuple strings in PROVE's released format.
+def _lemma(word: str) -> str:
+    """A word's noun dictionary form on the packaged WordNet ("men" → "man", "kids" → "child")."""
+    if word not in _LEMMAS:
+        from halluscope.scene.names import NameMatcher
 
-    A local stand-in for ``halluscope.scene.tuples`` (built in parallel): entities "entity - whole (x)",
-    attributes "attribute - color|other (x, v)", relations "relation - spatial|action (s, o, p)", counts
-    "other - count (x, ==n)" for names the source lists more than once. Switch to scene.tuples at merge.
+        _LEMMAS[word] = NameMatcher.singular(word)
+    return _LEMMAS[word]
+
+
+def _content(phrase: str) -> list[str]:
+    """A phrase's content words (filler dropped), in their dictionary forms."""
+    return [_lemma(w) for w in _words(phrase) if w not in _FILLER]
+
+
+def _positions(text: str) -> dict[str, list[int]]:
+    """Each word of the text (noun plurals folded: "hands" → "hand") → where it occurs."""
+    found: dict[str, list[int]] = {}
+    for index, word in enumerate(_words(text)):
+        found.setdefault(_lemma(word), []).append(index)
+    return found
+
+
+def _places(phrase: str, positions: Mapping[str, list[int]]) -> list[int] | None:
+    """Where a phrase can stand in the text (positions of its last content word, its head), or None when
+    one of its content words is missing. A phrase of filler words only stands anywhere ([])."""
+    words = _content(phrase)
+    if not all(w in positions for w in words):
+        return None
+    return list(positions[words[-1]]) if words else []
+
+
+def states(item: SceneTuple, positions: Mapping[str, list[int]], numbers: set[float]) -> bool:
+    """Whether a text (its word positions and numbers) states a tuple.
+
+    Every content word of every argument must occur (noun plurals folded); a count's number must occur as
+    digits or a word; a relation's subject must come before its predicate and the predicate before its
+    object ("The child is watching the man" states child–watching–man, not man–watching–man).
     """
-    out: list[str] = []
-    for name in graph.entities():
-        out.append(f"entity - whole ({name})")
-    for name in graph.entities():
-        for value in graph.attributes(name):
-            kind = "color" if set(_words(value)) & _COLOURS else "other"
-            out.append(f"attribute - {kind} ({name}, {value})")
-    for rel in graph.relations():
-        kind = "spatial" if rel.predicate.lower() in _SPATIAL else "action"
-        out.append(f"relation - {kind} ({rel.subject}, {rel.object}, {rel.predicate})")
-    counts = Counter(n.lower() for n in graph.object_names)
-    for name, count in counts.items():
-        if count > 1:
-            out.append(f"other - count ({name}, =={count})")
-    return list(dict.fromkeys(out))
+    if item.kind == "relation":
+        subject, obj, predicate = item.args[0], item.args[1], item.args[2]
+        s, o, p = _places(subject, positions), _places(obj, positions), _places(predicate, positions)
+        if s is None or o is None or p is None:
+            return False
+        pred_words = _content(predicate)
+        firsts = positions[pred_words[0]] if pred_words else [None]
+        for first in firsts:
+            for i in s:
+                for k in o:
+                    if i < k and (first is None or i < first < k):
+                        return True
+        return False
+    if item.kind == "count":
+        parsed = item.number
+        return parsed is not None and _places(item.args[0], positions) is not None and parsed[1] in numbers
+    return all(_places(arg, positions) is not None for arg in item.args)
 
 
-def _tuple_words(text: str) -> list[str]:
-    body = text[text.find("(") + 1 : text.rfind(")")]
-    return [w for w in _words(body) if w not in ("the", "a", "an", "of")]
+def _spans(name: str, lemmas: Sequence[str]) -> set[int]:
+    """The word positions where the name stands in the text as a run of its words ("water spray")."""
+    words = _content(name)
+    covered: set[int] = set()
+    for start in range(len(lemmas) - len(words) + 1):
+        if words and list(lemmas[start : start + len(words)]) == words:
+            covered.update(range(start, start + len(words)))
+    return covered
 
 
-def qa_diff_tuples(image_tuples: Sequence[str], question: str, answer: str) -> list[str]:
-    """Image tuples the answer states and the question does not already state (PROVE's answer − question).
+def stated_tuples(tuples: Sequence[SceneTuple], text: str) -> list[SceneTuple]:
+    """The tuples of ``tuples`` that ``text`` states (:func:`states`), in order.
 
-    A word-overlap stand-in for extracting tuples from the answer text: a tuple counts as stated by a text
-    when all its words occur in it.
+    An entity whose name occurs only inside the name of a longer entity the text states ("water" in "the
+    water spray", "bat" in "a baseball bat") is not stated on its own.
     """
-    q_words, a_words = set(_words(question)), set(_words(answer))
-    diff = []
-    for text in image_tuples:
-        words = _tuple_words(text)
-        if words and all(w in a_words for w in words) and not all(w in q_words for w in words):
-            diff.append(text)
-    return diff
+    positions, numbers = _positions(text), _numbers_in(text)
+    stated = [t for t in tuples if states(t, positions, numbers)]
+    lemmas = [_lemma(w) for w in _words(text)]
+    names = [t.args[0] for t in stated if t.kind == "entity"]
+
+    def only_inside_longer(name: str) -> bool:
+        words = _content(name)
+        inside: set[int] = set()
+        for other in names:
+            if len(_content(other)) > len(words) and set(words) <= set(_content(other)):
+                inside |= _spans(other, lemmas)
+        return bool(words) and bool(inside) and set(positions[words[-1]]) <= inside
+
+    return [t for t in stated if t.kind != "entity" or not only_inside_longer(t.args[0])]
+
+
+def qa_diff_tuples(image_tuples: Sequence[SceneTuple], question: str, answer: str) -> list[SceneTuple]:
+    """g(A) − g(Q) offline, grounded in the graph: the image tuples the answer states minus those the
+    question states. The answer's facts were confirmed by the pair's program, so they are graph facts; what
+    the answer says in words the graph does not use is missed (the LLM extractor finds it)."""
+    return subtract_tuples(stated_tuples(image_tuples, answer), stated_tuples(image_tuples, question))
+
+
+async def extracted_qa_diffs(
+    pairs: Sequence[tuple[str, str]], extractor: TupleExtractor
+) -> list[list[SceneTuple] | Failure]:
+    """g(A) − g(Q) for each (question, answer) with a tuple extractor run on both texts, as PROVE made its
+    ``qa_diff_tuples``; a :class:`Failure` where either extraction failed."""
+    results = await extractor.extract_many([a for _, a in pairs] + [q for q, _ in pairs])
+    out: list[list[SceneTuple] | Failure] = []
+    for answer, question in zip(results[: len(pairs)], results[len(pairs) :], strict=True):
+        if isinstance(answer, Failure):
+            out.append(answer)
+        elif isinstance(question, Failure):
+            out.append(question)
+        else:
+            out.append(subtract_tuples(answer, question))
+    return out
 
 
 # -- the builder ----------------------------------------------------------------------------------------
@@ -389,12 +467,21 @@ def prepare_graphs(graphs: Mapping[str, SceneGraph], orient: bool) -> dict[str, 
     must see the same graphs as the build did."""
     if not orient:
         return dict(graphs)
-    from collections import Counter
-
     from halluscope.build.reefknot import _oriented_graph
 
     dropped: Counter[str] = Counter()  # relations whose direction cannot be told are left out, as in build reefknot
     return {image_id: _oriented_graph(graph, True, dropped) for image_id, graph in graphs.items()}
+
+
+def embedding_similarity(embedder: Any) -> Callable[[str, str], float]:
+    """The cosine of two texts' embeddings (the embedder returns unit vectors), as :func:`answers_agree`
+    takes it, for the build and for ``--verify``."""
+
+    def similarity(a: str, b: str) -> float:
+        vectors = embedder.encode([a, b])
+        return float(vectors[0] @ vectors[1])
+
+    return similarity
 
 
 def _safe_name(image_id: str) -> str:
@@ -411,8 +498,7 @@ class ProveBuilder:
         self.options = options
 
     def similarity(self, a: str, b: str) -> float:
-        vectors = self.embedder.encode([a, b])
-        return float(vectors[0] @ vectors[1])
+        return embedding_similarity(self.embedder)(a, b)
 
     async def build_image(self, graph: SceneGraph) -> ImageResult:
         image_id = str(graph.image_id)
@@ -565,31 +651,63 @@ def funnel(results: Sequence[ImageResult]) -> dict[str, Any]:
 
 
 def released_rows(
-    results: Sequence[ImageResult], graphs: Mapping[str, SceneGraph], images: Path | None
+    results: Sequence[ImageResult],
+    graphs: Mapping[str, SceneGraph],
+    images: Path | None,
+    qa_diffs: Mapping[str, Sequence[SceneTuple]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Kept pairs in PROVE's released layout (plus halluscope's own id, image_id and program fields)."""
+    """Kept pairs in PROVE's released layout (plus halluscope's own id, image_id and program fields).
+
+    ``image_tuples`` are the graph's tuples (:func:`~halluscope.scene.tuples.graph_to_tuples`) written as
+    released strings; ``qa_diff_tuples`` come from ``qa_diffs`` (by pair id) where given, else from the
+    graph (:func:`qa_diff_tuples`).
+    """
     rows: list[dict[str, Any]] = []
     for result in results:
         graph = graphs[result.image_id]
-        tuples = graph_tuples(graph)
+        tuples = graph_to_tuples(graph)
         image = str(images / f"{result.image_id}.jpg") if images else f"{result.image_id}.jpg"
         kept = [p for p in result.pairs if p.stage == "kept"]
         for pair in kept:
+            pair_id = f"{result.image_id}-{pair.index}"
+            diff = (qa_diffs or {}).get(pair_id)
+            if diff is None:
+                diff = qa_diff_tuples(tuples, pair.question, pair.answer)
             rows.append(
                 {
-                    "id": f"{result.image_id}-{pair.index}",
+                    "id": pair_id,
                     "image_id": result.image_id,
                     "image": image,
                     "caption": graph.caption or graph.describe(),
                     "question": pair.question,
                     "answer": pair.answer,
-                    "image_tuples": tuples,
-                    "qa_diff_tuples": qa_diff_tuples(tuples, pair.question, pair.answer),
+                    "image_tuples": [t.text() for t in tuples],
+                    "qa_diff_tuples": [t.text() for t in diff],
                     "program": pair.program,
                     "program_answer": pair.program_answer,
                 }
             )
     return rows
+
+
+async def answer_tuples(
+    results: Sequence[ImageResult], extractor: TupleExtractor | None
+) -> tuple[dict[str, list[SceneTuple]], dict[str, Any]]:
+    """The kept pairs' g(A) − g(Q) by ``extractor`` (pair id → tuples), and what to record of it in
+    ``build.json``. Without an extractor nothing is extracted (the graph's tuples are used); a pair whose
+    extraction failed falls back to them too, and is named with the reason."""
+    if extractor is None:
+        return {}, {"method": "graph"}
+    kept = [(f"{r.image_id}-{p.index}", p) for r in results for p in r.pairs if p.stage == "kept"]
+    found = await extracted_qa_diffs([(p.question, p.answer) for _, p in kept], extractor) if kept else []
+    diffs: dict[str, list[SceneTuple]] = {}
+    fallback: dict[str, str] = {}
+    for (pair_id, _), got in zip(kept, found, strict=True):
+        if isinstance(got, Failure):
+            fallback[pair_id] = f"{got.reason}; used the graph's tuples instead"
+        else:
+            diffs[pair_id] = got
+    return diffs, {"method": extractor.name, **extractor.identity(), "fallback": fallback}
 
 
 async def build_prove_async(
@@ -599,12 +717,15 @@ async def build_prove_async(
     *,
     images: Path | None = None,
     progress: Callable[[str, ImageResult, bool], None] | None = None,
+    extractor: TupleExtractor | None = None,
 ) -> dict[str, Any]:
     """Build every image (reusing saved ones whose key matches), then write the benchmark files.
 
     Files in ``out``: ``images/<id>.json`` (every pair and its fate), ``prove.json`` (kept pairs, released
     layout), ``qa.jsonl`` (kept pairs as {image_id, question, answer, program}, for ``--verify``), and
-    ``build.json`` (options, funnel, timing).
+    ``build.json`` (options, funnel, timing, how the answer tuples were made). ``extractor`` makes the
+    kept answers' ``qa_diff_tuples`` from their text (see :func:`answer_tuples`); it is not part of an
+    image's saved-state key, since it runs on the kept pairs after every image is done.
     """
     out.mkdir(parents=True, exist_ok=True)
     per_image = out / "images"
@@ -633,7 +754,8 @@ async def build_prove_async(
         results.append(result)
         if progress:
             progress(image_id, result, False)
-    rows = released_rows(results, graphs, images)
+    diffs, how = await answer_tuples(results, extractor)
+    rows = released_rows(results, graphs, images, diffs)
     write_json_atomic(out / "prove.json", rows)
     from halluscope.jsonio import write_jsonl_atomic
 
@@ -649,6 +771,7 @@ async def build_prove_async(
         "embedder": builder.embedder.identity(),
         "funnel": funnel(results),
         "images_reused": reused,
+        "answer_tuples": how,
         "wall_seconds": round(time.perf_counter() - started, 1),
         "errors": {r.image_id: r.error for r in results if r.error},
     }

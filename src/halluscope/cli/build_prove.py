@@ -75,6 +75,14 @@ def prove(
     embedding_model: Annotated[
         str | None, typer.Option(help="sentence-transformers model (default: the packaged MiniLM).")
     ] = None,
+    answer_tuples: Annotated[
+        str,
+        typer.Option(
+            help="How the kept answers' qa_diff_tuples (answer minus question) are made: graph (the graph's "
+            "tuples each text states; offline), rules (spaCy tuple extractor on both texts) or llm (the DSG "
+            "tuple prompt on the --llm model, PROVE's recipe)."
+        ),
+    ] = "graph",
     cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
 ) -> None:
@@ -96,6 +104,8 @@ def prove(
         if unknown:
             fail(f"no scene graph for image id(s) {', '.join(map(repr, unknown))} in {scene_graphs}")
         graphs = {i: graphs[i] for i in wanted}
+    if answer_tuples not in ANSWER_TUPLES:
+        fail(f"--answer-tuples {answer_tuples!r}: choose one of {', '.join(ANSWER_TUPLES)}")
     store = open_cache(cache, no_cache)
     try:
         embedder = load_embedder(embedding_model, cache=store)
@@ -124,8 +134,9 @@ def prove(
                 candidate = (scene_graphs if scene_graphs.is_dir() else scene_graphs.parent) / "images"
                 images = candidate if candidate.is_dir() else None
             summary = _build(
-                graphs, out, options, sandbox, embedder, store, llm, join_urls(base_url), api_key_env, images
-            )
+                graphs, out, options, sandbox, embedder, store, llm, join_urls(base_url), api_key_env, images,
+                answer_tuples,
+            )  # fmt: skip
     except SandboxUnavailableError as error:
         fail(str(error))
     except ProveBuildError as error:
@@ -144,6 +155,7 @@ def _build(
     base_url: str | None,
     api_key_env: str | None,
     images: Path | None,
+    answer_tuples: str = "graph",
 ) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -172,6 +184,7 @@ def _build(
                 "build prove", model=llm, base_url=base_url, api_key_env=api_key_env,
                 concurrency=1, timeout_s=900.0, cache=store,
             )  # fmt: skip
+            extractor = _answer_tuple_extractor(answer_tuples, llm, base_url, api_key_env, store)
         except ValueError as error:
             fail(str(error))
         builder = ProveBuilder(client, embedder, sandbox, options)
@@ -190,11 +203,35 @@ def _build(
 
             async def go() -> dict[str, Any]:
                 try:
-                    return await build_prove_async(graphs, out, builder, images=images, progress=progress)
+                    return await build_prove_async(
+                        graphs, out, builder, images=images, progress=progress, extractor=extractor
+                    )
                 finally:
                     await client.aclose()
+                    if extractor is not None:
+                        await extractor.aclose()
 
             return asyncio.run(go())
+
+
+#: --answer-tuples: ``graph`` (no extractor) or a tuple extractor of halluscope.claims.dsg.
+ANSWER_TUPLES = ("graph", "rules", "llm")
+
+
+def _answer_tuple_extractor(
+    kind: str, llm: str | None, base_url: str | None, api_key_env: str | None, store: Any
+) -> Any:
+    """The tuple extractor for ``--answer-tuples`` (None for ``graph``); ``llm`` uses the build's model."""
+    if kind == "graph":
+        return None
+    from halluscope.claims.dsg import TUPLE_EXTRACTORS
+
+    if kind == "llm":
+        return TUPLE_EXTRACTORS.create(
+            "llm", model=llm, base_url=base_url, api_key_env=api_key_env, concurrency=1, timeout_s=900.0,
+            cache=store,
+        )  # fmt: skip
+    return TUPLE_EXTRACTORS.create(kind, cache=store)
 
 
 def _print_funnel(summary: dict[str, Any], out: Path | None) -> None:
@@ -228,17 +265,12 @@ def _verify(
 
     from rich.table import Table
 
-    from halluscope.build.prove import verify_qa_file
+    from halluscope.build.prove import embedding_similarity, verify_qa_file
     from halluscope.jsonio import write_json_atomic
 
     if not path.is_file():
         fail(f"no QA file at {path}")
-
-    def similarity(a: str, b: str) -> float:
-        vectors = embedder.encode([a, b])
-        return float(vectors[0] @ vectors[1])
-
-    rows = verify_qa_file(path, graphs, sandbox, similarity, threshold)
+    rows = verify_qa_file(path, graphs, sandbox, embedding_similarity(embedder), threshold)
     table = Table(title=f"verification programs — {path}")
     for column in ("line", "image", "outcome", "program answer / problem"):
         table.add_column(column)

@@ -31,6 +31,7 @@ The tuple kinds ride along as graph data (node ``entity_kind``, ``attribute_kind
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -291,11 +292,14 @@ def graph_to_tuples(graph: SceneGraph) -> list[SceneTuple]:
     """Every fact of a scene graph as tuples: per entity its entity, attribute and count tuples, then relations.
 
     Kinds recorded by :func:`tuples_to_graph` are used; for graphs from other sources they are inferred
-    (:func:`attribute_kind`, :func:`relation_kind`; every node is a ``whole`` entity).
+    (:func:`attribute_kind`, :func:`relation_kind`; every node is a ``whole`` entity). Counts recorded by
+    :func:`tuples_to_graph` are used; otherwise a name the source lists more than once among its objects
+    (GQA's ``all_object``: "man", "man") gets ``other - count (man, ==2)``.
     """
     out: list[SceneTuple] = []
     g = graph.graph
-    for _, data in g.nodes(data=True):
+    listed = Counter(normalise_name(n) for n in graph.object_names)
+    for key, data in g.nodes(data=True):
         name = data["name"]
         out.append(SceneTuple(category="entity", subcategory=data.get("entity_kind", "whole"), args=(name,)))
         kinds = data.get("attribute_kinds", {})
@@ -303,12 +307,47 @@ def graph_to_tuples(graph: SceneGraph) -> list[SceneTuple]:
             out.append(SceneTuple.attribute(name, value, kinds.get(value)))
         for value in data.get("counts", []):
             out.append(SceneTuple(category="other", subcategory="count", args=(name, value)))
+        if "counts" not in data and listed[key] > 1:
+            out.append(SceneTuple.count(name, listed[key]))
     for s, o, data in g.edges(data=True):
         kinds = data.get("relation_kinds", {})
         for predicate in data["predicates"]:
             out.append(SceneTuple.relation(g.nodes[s]["name"], predicate, g.nodes[o]["name"], kinds.get(predicate)))
     out.extend(parse_tuple(t) for t in g.graph.get("other_tuples", []))
     return list(dict.fromkeys(out))
+
+
+_ARTICLES = frozenset({"the", "a", "an"})
+
+
+def fact_key(item: SceneTuple) -> tuple[str, tuple[str, ...]]:
+    """What a tuple states, without its wording's accidents: the kind and the arguments lower-cased, single
+    spaced, leading articles dropped. The subcategory is left out ("relation - spatial (cat, dog, beside)"
+    and "relation - action (cat, dog, beside)" state the same fact), so two extractions of the same fact
+    compare equal even when the extractor labels them differently."""
+
+    def norm(text: str) -> str:
+        words = text.lower().split()
+        while len(words) > 1 and words[0] in _ARTICLES:
+            words = words[1:]
+        return " ".join(words)
+
+    return item.kind, tuple(norm(a) for a in item.args)
+
+
+def subtract_tuples(answer: Iterable[SceneTuple], question: Iterable[SceneTuple]) -> list[SceneTuple]:
+    """PROVE's g(A) − g(Q): the answer's tuples whose fact (:func:`fact_key`) the question does not already
+    state — the "premise" tuples a question gives away are not something a response must recover. Order
+    and the answer's own wording are kept; repeats are dropped."""
+    asked = {fact_key(t) for t in question}
+    out: list[SceneTuple] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for item in answer:
+        key = fact_key(item)
+        if key not in asked and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
 
 
 def claims_to_tuples(claims: Iterable[Claim], graph: SceneGraph | None = None) -> list[SceneTuple]:
@@ -337,9 +376,11 @@ __all__ = [
     "TupleParseError",
     "attribute_kind",
     "claims_to_tuples",
+    "fact_key",
     "graph_to_tuples",
     "parse_tuple",
     "parse_tuples",
     "relation_kind",
+    "subtract_tuples",
     "tuples_to_graph",
 ]
