@@ -81,7 +81,10 @@ def reefknot(
     ] = None,
     limit_images: Annotated[int | None, typer.Option(help="Only the first N images.")] = None,
     relation_llm: Annotated[
-        str | None, typer.Option(help="LLM that categorises relations the lexicon does not know (cached).")
+        str | None,
+        typer.Option(
+            help="LLM that categorises relations the lexicon does not know (cached); local: the packaged one."
+        ),
     ] = None,
     base_url: Annotated[
         list[str] | None,
@@ -107,10 +110,12 @@ def reefknot(
     client = None
     store = None
     if relation_llm:
+        from halluscope.cli.local_llm import client_options, command_local_llm, llm_endpoint
         from halluscope.llm.client import ChatClient
 
         store = open_cache(cache, no_cache)
-        client = ChatClient(relation_llm, join_urls(base_url), cache=store)
+        model, urls = llm_endpoint(relation_llm, join_urls(base_url), command_local_llm(), "--relation-llm")
+        client = ChatClient(model, urls, cache=store, **client_options(relation_llm))
     options = BuildOptions(
         seed=seed,
         tasks=chosen,
@@ -166,7 +171,9 @@ def parallel(
     paraphraser: Annotated[
         str, typer.Option(help="Open prompts: templates (offline) or llm (any OpenAI-compatible endpoint).")
     ] = "templates",
-    llm_model: Annotated[str | None, typer.Option(help="Model name for --paraphraser llm.")] = None,
+    llm_model: Annotated[
+        str | None, typer.Option(help="Model name for --paraphraser llm (local: the packaged model).")
+    ] = None,
     base_url: Annotated[
         list[str] | None, typer.Option(help="Endpoint for --paraphraser llm (repeat it for several replicas).")
     ] = None,
@@ -181,8 +188,17 @@ def parallel(
     if paraphraser not in ("templates", "llm"):
         fail(f"unknown paraphraser {paraphraser!r}; choose templates or llm")
     if paraphraser == "llm" and not llm_model:
-        fail("--paraphraser llm needs --llm-model NAME (and --base-url for a non-OpenAI endpoint)")
+        fail("--paraphraser llm needs --llm-model NAME (and --base-url for a non-OpenAI endpoint, "
+             "or --llm-model local for the packaged model)")
     chosen = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+
+    from halluscope.cli.local_llm import client_options, command_local_llm, llm_endpoint
+
+    model, urls = (
+        llm_endpoint(str(llm_model), join_urls(base_url), command_local_llm(), "--llm-model")
+        if paraphraser == "llm"
+        else ("", None)
+    )
 
     async def go() -> Any:
         if paraphraser == "templates":
@@ -190,8 +206,8 @@ def parallel(
         from halluscope.build.paraphrase import LLMParaphraser
         from halluscope.llm.client import ChatClient
 
-        urls = join_urls(base_url)
-        async with ChatClient(str(llm_model), urls, cache=open_cache(cache, no_cache)) as client:
+        store = open_cache(cache, no_cache)
+        async with ChatClient(model, urls, cache=store, **client_options(llm_model)) as client:
             writer = LLMParaphraser(client)
             return await build_parallel(benchmark, data, out, seed=seed, tasks=chosen,
                                         paraphrase=writer.paraphrase, paraphraser=writer.identity())
