@@ -94,6 +94,9 @@ class Cli:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "halluscope.cli.main", *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            # A shell's background job (`pytest ... &`) starts with SIGINT ignored, and so would the CLI:
+            # give it the default disposition, as a terminal's foreground command has.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
         self.servers: set[int] = set()
 

@@ -107,26 +107,28 @@ def reefknot(
         fail(str(error))
     if not graphs:
         fail(f"no scene graphs read from {scene_graphs}")
-    client = None
-    store = None
-    if relation_llm:
-        from halluscope.cli.local_llm import client_options, command_local_llm, llm_endpoint
-        from halluscope.llm.client import ChatClient
+    from halluscope.cli.local_llm import client_options, llm_endpoint, local_llm
 
-        store = open_cache(cache, no_cache)
-        model, urls = llm_endpoint(relation_llm, join_urls(base_url), command_local_llm(), "--relation-llm")
-        client = ChatClient(model, urls, cache=store, **client_options(relation_llm))
-    options = BuildOptions(
-        seed=seed,
-        tasks=chosen,
-        max_per_relation=max_per_relation or None,
-        allow_repeated_subjects=allow_repeated_subjects,
-        orient=graph_format is GraphFormat.TRI_HE if orient is None else orient,
-    )
-    try:
-        built = build_reefknot(graphs, options, classifier=RelationClassifier(client, store))
-    except ValueError as error:
-        fail(str(error))
+    with local_llm() as local:  # started only for --relation-llm local; stopped however this ends
+        client = None
+        store = None
+        if relation_llm:
+            from halluscope.llm.client import ChatClient
+
+            store = open_cache(cache, no_cache)
+            model, urls = llm_endpoint(relation_llm, join_urls(base_url), local, "--relation-llm")
+            client = ChatClient(model, urls, cache=store, **client_options(relation_llm))
+        options = BuildOptions(
+            seed=seed,
+            tasks=chosen,
+            max_per_relation=max_per_relation or None,
+            allow_repeated_subjects=allow_repeated_subjects,
+            orient=graph_format is GraphFormat.TRI_HE if orient is None else orient,
+        )
+        try:
+            built = build_reefknot(graphs, options, classifier=RelationClassifier(client, store))
+        except ValueError as error:
+            fail(str(error))
     if images is None and graph_format is GraphFormat.TRI_HE:
         candidate = (scene_graphs if scene_graphs.is_dir() else scene_graphs.parent) / "images"
         images = candidate if candidate.is_dir() else None
@@ -192,13 +194,7 @@ def parallel(
              "or --llm-model local for the packaged model)")
     chosen = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
 
-    from halluscope.cli.local_llm import client_options, command_local_llm, llm_endpoint
-
-    model, urls = (
-        llm_endpoint(str(llm_model), join_urls(base_url), command_local_llm(), "--llm-model")
-        if paraphraser == "llm"
-        else ("", None)
-    )
+    from halluscope.cli.local_llm import client_options, llm_endpoint, local_llm
 
     async def go() -> Any:
         if paraphraser == "templates":
@@ -212,10 +208,16 @@ def parallel(
             return await build_parallel(benchmark, data, out, seed=seed, tasks=chosen,
                                         paraphrase=writer.paraphrase, paraphraser=writer.identity())
 
-    try:
-        built = asyncio.run(go())
-    except (ValueError, OSError) as error:
-        fail(str(error))
+    with local_llm() as local:  # started only for --llm-model local; stopped however this ends
+        model, urls = (
+            llm_endpoint(str(llm_model), join_urls(base_url), local, "--llm-model")
+            if paraphraser == "llm"
+            else ("", None)
+        )
+        try:
+            built = asyncio.run(go())
+        except (ValueError, OSError) as error:
+            fail(str(error))
     out_console = console()
     for kind, count in sorted(built.counts.items()):
         out_console.print(f"{kind}: {count}")

@@ -45,17 +45,6 @@ def local_llm(n_ctx: int = 4096) -> Iterator[LocalLLM]:
             signal.signal(signal.SIGTERM, previous)
 
 
-def command_local_llm(n_ctx: int = 4096) -> LocalLLM:
-    """A :class:`LocalLLM` stopped when the running CLI command ends, however it ends.
-
-    Click closes the command's context on the way out (a return, ``typer.Exit``, an error, Ctrl-C), and
-    with it this server: for commands whose body would otherwise have to move into a ``with`` block.
-    """
-    import click
-
-    return click.get_current_context().with_resource(local_llm(n_ctx))
-
-
 def llm_endpoint(model: str, base_url: str | None, local: LocalLLM, flag: str) -> tuple[str, str | None]:
     """``(model, base_url)`` for a build step's LLM: unchanged, or for ``local`` the packaged server's."""
     from halluscope.cli.common import fail
