@@ -289,3 +289,15 @@ def test_stage_options_point_a_local_stage_at_the_server(monkeypatch: pytest.Mon
     assert started == []
     options = local_stage_options(local, "judge", {"model": "LOCAL", "concurrency": 2})
     assert options == {"model": "qwen", "base_url": "http://127.0.0.1:5/v1", "concurrency": 2, "timeout_s": 600.0}
+
+
+def test_build_commands_refuse_local_with_base_url(tmp_path: Path) -> None:
+    from tests.paths import REEFKNOT_DIR
+
+    elsewhere = ["--base-url", "http://127.0.0.1:9/v1"]
+    output = _refused(["build", "parallel", "-b", "reefknot", "--data", str(REEFKNOT_DIR), "--out",
+                       str(tmp_path / "p"), "--paraphraser", "llm", "--llm-model", "local", *elsewhere])  # fmt: skip
+    assert "--llm-model local" in output and "give one of the two" in output
+    output = _refused(["build", "prove", "-g", str(TRI_HE_JSON), "--out", str(tmp_path / "b"), "--llm", "local",
+                       *elsewhere])  # fmt: skip
+    assert "--llm local" in output and "give one of the two" in output

@@ -81,9 +81,15 @@ def prove(
     """PROVE-style QA pairs, each kept only if its program, run in the sandbox over the graph, confirms it."""
     from halluscope.build.prove import BuildOptions, ProveBuildError
     from halluscope.embeddings import EmbeddingModelError, load_embedder
+    from halluscope.llm.local import is_local
     from halluscope.sandbox import Limits, Sandbox, SandboxUnavailableError
     from halluscope.scene.vg import SceneGraphFormatError
 
+    if is_local(llm) and base_url:
+        fail(
+            "--llm local runs the packaged model on a server of its own, and --base-url names another "
+            "endpoint; give one of the two"
+        )
     try:
         graphs = load_graphs(scene_graphs, graph_format, limit_images)
     except (SceneGraphFormatError, ValueError, OSError) as error:
@@ -152,11 +158,6 @@ def _build(
     from halluscope.llm.client import stage_client
     from halluscope.llm.local import is_local
 
-    if is_local(llm) and base_url is not None:
-        fail(
-            "--llm local runs the packaged model on a server of its own, and --base-url names another "
-            "endpoint; give one of the two"
-        )
     with local_llm(n_ctx=6144) as local:
         if is_local(llm) or (llm is None and base_url is None):
             from halluscope.llm.offline import LocalServerError, OfflineModelError
