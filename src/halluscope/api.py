@@ -427,15 +427,18 @@ def _evaluate(
     judges = ENTAILMENT_JUDGES if bench.judge_kind == "entailment" else JUDGES
     from halluscope.llm.local import LocalLLM, is_local
 
-    chosen = {
-        "extractor": (EXTRACTORS, extractor or bench.default_extractor, dict(extractor_options or {})),
-        "judge": (judges, judge or bench.default_judge, dict(judge_options or {})),
+    chosen = {  # stage -> (component name, its options), for the stages this benchmark uses
+        stage: (name, dict(opts or {}))
+        for stage, name, opts in (
+            ("extractor", extractor or bench.default_extractor, extractor_options),
+            ("judge", judge or bench.default_judge, judge_options),
+        )
+        if bench.uses_stage(stage) and name is not None
     }
-    used = {k: v for k, v in chosen.items() if bench.uses_stage(k) and v[1] is not None}
     if base_url:
         conflict = local_base_url_conflict(
-            [k for k, (_, _, o) in used.items() if is_local(o.get("model"))],
-            [k for k, (_, n, o) in used.items() if not is_local(o.get("model")) and n in ("llm", "hqh-llm")],
+            [stage for stage, (_, opts) in chosen.items() if is_local(opts.get("model"))],
+            [s for s, (name, opts) in chosen.items() if not is_local(opts.get("model")) and name in ("llm", "hqh-llm")],
         )
         if conflict:
             raise EvaluationError(conflict.replace("--base-url", "base_url="))
