@@ -207,6 +207,40 @@ def test_interrupted_or_failed_run_stops_the_server_and_resumes(work: Path, how:
     assert (counts["scored_questions"], counts["failed_samples"]) == (len(rows), 0)
 
 
+@pytest.mark.slow
+def test_evaluate_with_a_local_judge_stops_its_server(work: Path) -> None:
+    import halluscope
+
+    answers = _write(work / "answers-api.jsonl", _reference_answers(3))
+    seen: set[int] = set()
+    stop = False
+
+    def watch() -> None:  # the server is a child of this process while evaluate() runs
+        while not stop:
+            seen.update(_servers_of(os.getpid()))
+            time.sleep(0.2)
+
+    import threading
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        result = halluscope.evaluate(
+            "tri-he", data=TRI_HE_JSON, responses=answers, judge="llm", judge_options={"model": "local"},
+            only_answered=True, out=work / "run-api", cache=work / "cache.sqlite",
+        )  # fmt: skip
+    finally:
+        stop = True
+        watcher.join()
+    assert result.counts["scored_questions"] == 3 and result.counts["failed_samples"] == 0
+    assert result.spec["judge"]["base_url"] == LOCAL_ENDPOINT
+    assert len(seen) == 1
+    deadline = time.monotonic() + 20
+    while any(_alive_server(pid) for pid in seen) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive_server(pid) for pid in seen), "evaluate() left its llama.cpp server behind"
+
+
 # -- without a server -------------------------------------------------------------------------------------
 
 
