@@ -39,7 +39,9 @@ def run(
         int | None, typer.Option(help="With --model: requests in flight at once [default: 4].")
     ] = None,
     extractor: Annotated[str | None, typer.Option(help="Claim extractor: rules | llm.")] = None,
-    extractor_model: Annotated[str | None, typer.Option(help="LLM for the llm extractor.")] = None,
+    extractor_model: Annotated[
+        str | None, typer.Option(help="LLM for the llm extractor; local: the packaged model, run for this run.")
+    ] = None,
     extractor_opt: Annotated[list[str] | None, typer.Option(help="Extractor option key=value.")] = None,
     judge: Annotated[
         str | None,
@@ -47,7 +49,10 @@ def run(
     ] = None,
     judge_model: Annotated[
         str | None,
-        typer.Option(help="Embedding model (similarity, typed), NLI model (nli) or LLM (llm) for the judge."),
+        typer.Option(
+            help="Embedding model (similarity, typed), NLI model (nli) or LLM (llm) for the judge; "
+            "local: the packaged LLM on a llama.cpp server started for this run."
+        ),
     ] = None,
     judge_opt: Annotated[list[str] | None, typer.Option(help="Judge option key=value (repeatable).")] = None,
     base_url: Annotated[
