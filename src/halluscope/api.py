@@ -20,6 +20,7 @@ from halluscope.types import MetricsReport, Response, SampleRecord
 
 if TYPE_CHECKING:
     from halluscope.cache import Cache
+    from halluscope.llm.local import LocalLLM
     from halluscope.stages import Benchmark
 
 __all__ = ["EvaluationError", "EvaluationResult", "evaluate", "load_run"]
@@ -144,20 +145,71 @@ def create_stage(
     *,
     cache: Cache,
     base_url: str | None = None,
+    local: LocalLLM | None = None,
 ) -> Any:
-    """The extractor or judge ``name`` (else the benchmark's ``default``), or None when neither is set."""
+    """The extractor or judge ``name`` (else the benchmark's ``default``), or None when neither is set.
+
+    A ``model`` option ``local`` points an LLM stage at ``local``'s packaged server (started now if it is
+    not running yet); ``base_url``, the endpoint of every LLM stage, then goes to the others only.
+    """
+    from halluscope.llm.local import is_local
     from halluscope.registry import UnknownComponentError
 
     chosen = name or default
     if chosen is None:
         return None
     opts = dict(options)
-    if base_url and chosen in ("llm", "hqh-llm"):
+    if is_local(opts.get("model")):
+        opts = _local_options(registry, kind, chosen, opts, local)
+    elif base_url and chosen in ("llm", "hqh-llm"):
         opts.setdefault("base_url", base_url)
     try:
         return registry.create(chosen, cache=cache, **opts)
     except (UnknownComponentError, ValueError, TypeError) as error:
         raise EvaluationError(f"{kind} {chosen!r}: {error}") from error
+
+
+def takes_endpoint(registry: Any, name: str) -> bool:
+    """Whether the component ``name`` talks to an LLM endpoint (its factory takes a ``base_url``)."""
+    import inspect
+
+    from halluscope.registry import UnknownComponentError
+
+    try:
+        return "base_url" in inspect.signature(registry.factory(name)).parameters
+    except (UnknownComponentError, ValueError, TypeError):
+        return False
+
+
+def _local_options(
+    registry: Any, kind: str, chosen: str, opts: dict[str, Any], local: LocalLLM | None
+) -> dict[str, Any]:
+    from halluscope.llm.offline import LocalServerError, OfflineModelError
+
+    if not takes_endpoint(registry, chosen):
+        raise EvaluationError(
+            f"{kind} {chosen!r} uses no LLM, so model 'local' (the packaged LLM) does not apply to it; "
+            f"choose an LLM {kind} (e.g. llm) or name a model it takes"
+        )
+    if local is None:
+        raise EvaluationError(f"{kind} {chosen!r}: model 'local' cannot be started here")
+    try:
+        return local.stage_options(f"{kind} {chosen!r}", opts)
+    except (ValueError, LocalServerError, OfflineModelError) as error:
+        raise EvaluationError(str(error)) from error
+
+
+def local_base_url_conflict(local_stages: Iterable[str], other_llm_stages: Iterable[str]) -> str | None:
+    """Why a run-wide ``base_url`` cannot be used, when every LLM stage it would reach says ``local``."""
+    local_list, others = list(local_stages), list(other_llm_stages)
+    if not local_list or others:
+        return None
+    which = " and ".join(f"the {stage}" for stage in local_list)
+    return (
+        f"model 'local' starts the packaged model on a server of its own for {which}, and --base-url names "
+        "another endpoint for the same stage; give one of the two (for a server you run yourself, "
+        "`halluscope serve` prints a --base-url and a model name to use instead of 'local')"
+    )
 
 
 def write_responses(responses: Iterable[Response | Mapping[str, Any]], path: Path) -> Path:
@@ -373,28 +425,51 @@ def _evaluate(
                 "would change nothing; leave them out"
             )
     judges = ENTAILMENT_JUDGES if bench.judge_kind == "entailment" else JUDGES
-    ctx = ScoringContext(
-        cache=store,
-        extractor=create_stage(
-            EXTRACTORS, "extractor", extractor, bench.default_extractor, extractor_options or {},
-            cache=store, base_url=base_url,
-        )
-        if bench.uses_stage("extractor")
-        else None,
-        judge=create_stage(
-            judges, "judge", judge, bench.default_judge, judge_options or {}, cache=store, base_url=base_url
-        )
-        if bench.uses_stage("judge")
-        else None,
-    )
-    try:
-        report = run_benchmark(
-            bench, answers, ctx, out_dir, spec_extra=spec_extra, chunk_size=chunk_size,
-            show_progress=progress, overwrite=overwrite, max_failure_share=max_failure_share,
-        )
-    except RunDirError as error:
-        raise EvaluationError(str(error)) from error
-    except StageFailureError as error:
-        raise EvaluationError(f"{error} (metrics.json in {out_dir} rests on the samples that were scored)") from error
-    return EvaluationResult(run_dir=out_dir, report=report)
+    from halluscope.llm.local import LocalLLM, is_local
 
+    chosen = {  # stage -> (component name, its options), for the stages this benchmark uses
+        stage: (name, dict(opts or {}))
+        for stage, name, opts in (
+            ("extractor", extractor or bench.default_extractor, extractor_options),
+            ("judge", judge or bench.default_judge, judge_options),
+        )
+        if bench.uses_stage(stage) and name is not None
+    }
+    if base_url:
+        conflict = local_base_url_conflict(
+            [stage for stage, (_, opts) in chosen.items() if is_local(opts.get("model"))],
+            [s for s, (name, opts) in chosen.items() if not is_local(opts.get("model")) and name in ("llm", "hqh-llm")],
+        )
+        if conflict:
+            raise EvaluationError(conflict.replace("--base-url", "base_url="))
+    # One packaged server for every stage whose model is "local", stopped however the run ends.
+    with LocalLLM() as local:
+        ctx = ScoringContext(
+            cache=store,
+            extractor=create_stage(
+                EXTRACTORS, "extractor", extractor, bench.default_extractor, extractor_options or {},
+                cache=store, base_url=base_url, local=local,
+            )
+            if bench.uses_stage("extractor")
+            else None,
+            judge=create_stage(
+                judges, "judge", judge, bench.default_judge, judge_options or {}, cache=store,
+                base_url=base_url, local=local,
+            )
+            if bench.uses_stage("judge")
+            else None,
+        )
+        if local.started:
+            spec_extra["local_llm"] = local.describe()
+        try:
+            report = run_benchmark(
+                bench, answers, ctx, out_dir, spec_extra=spec_extra, chunk_size=chunk_size,
+                show_progress=progress, overwrite=overwrite, max_failure_share=max_failure_share,
+            )
+        except RunDirError as error:
+            raise EvaluationError(str(error)) from error
+        except StageFailureError as error:
+            raise EvaluationError(
+                f"{error} (metrics.json in {out_dir} rests on the samples that were scored)"
+            ) from error
+    return EvaluationResult(run_dir=out_dir, report=report)

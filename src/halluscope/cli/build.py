@@ -81,7 +81,10 @@ def reefknot(
     ] = None,
     limit_images: Annotated[int | None, typer.Option(help="Only the first N images.")] = None,
     relation_llm: Annotated[
-        str | None, typer.Option(help="LLM that categorises relations the lexicon does not know (cached).")
+        str | None,
+        typer.Option(
+            help="LLM that categorises relations the lexicon does not know (cached); local: the packaged one."
+        ),
     ] = None,
     base_url: Annotated[
         list[str] | None,
@@ -104,24 +107,28 @@ def reefknot(
         fail(str(error))
     if not graphs:
         fail(f"no scene graphs read from {scene_graphs}")
-    client = None
-    store = None
-    if relation_llm:
-        from halluscope.llm.client import ChatClient
+    from halluscope.cli.local_llm import client_options, llm_endpoint, local_llm
 
-        store = open_cache(cache, no_cache)
-        client = ChatClient(relation_llm, join_urls(base_url), cache=store)
-    options = BuildOptions(
-        seed=seed,
-        tasks=chosen,
-        max_per_relation=max_per_relation or None,
-        allow_repeated_subjects=allow_repeated_subjects,
-        orient=graph_format is GraphFormat.TRI_HE if orient is None else orient,
-    )
-    try:
-        built = build_reefknot(graphs, options, classifier=RelationClassifier(client, store))
-    except ValueError as error:
-        fail(str(error))
+    with local_llm() as local:  # started only for --relation-llm local; stopped however this ends
+        client = None
+        store = None
+        if relation_llm:
+            from halluscope.llm.client import ChatClient
+
+            store = open_cache(cache, no_cache)
+            model, urls = llm_endpoint(relation_llm, join_urls(base_url), local, "--relation-llm")
+            client = ChatClient(model, urls, cache=store, **client_options(relation_llm))
+        options = BuildOptions(
+            seed=seed,
+            tasks=chosen,
+            max_per_relation=max_per_relation or None,
+            allow_repeated_subjects=allow_repeated_subjects,
+            orient=graph_format is GraphFormat.TRI_HE if orient is None else orient,
+        )
+        try:
+            built = build_reefknot(graphs, options, classifier=RelationClassifier(client, store))
+        except ValueError as error:
+            fail(str(error))
     if images is None and graph_format is GraphFormat.TRI_HE:
         candidate = (scene_graphs if scene_graphs.is_dir() else scene_graphs.parent) / "images"
         images = candidate if candidate.is_dir() else None
@@ -166,7 +173,9 @@ def parallel(
     paraphraser: Annotated[
         str, typer.Option(help="Open prompts: templates (offline) or llm (any OpenAI-compatible endpoint).")
     ] = "templates",
-    llm_model: Annotated[str | None, typer.Option(help="Model name for --paraphraser llm.")] = None,
+    llm_model: Annotated[
+        str | None, typer.Option(help="Model name for --paraphraser llm (local: the packaged model).")
+    ] = None,
     base_url: Annotated[
         list[str] | None, typer.Option(help="Endpoint for --paraphraser llm (repeat it for several replicas).")
     ] = None,
@@ -181,8 +190,11 @@ def parallel(
     if paraphraser not in ("templates", "llm"):
         fail(f"unknown paraphraser {paraphraser!r}; choose templates or llm")
     if paraphraser == "llm" and not llm_model:
-        fail("--paraphraser llm needs --llm-model NAME (and --base-url for a non-OpenAI endpoint)")
+        fail("--paraphraser llm needs --llm-model NAME (and --base-url for a non-OpenAI endpoint, "
+             "or --llm-model local for the packaged model)")
     chosen = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+
+    from halluscope.cli.local_llm import client_options, llm_endpoint, local_llm
 
     async def go() -> Any:
         if paraphraser == "templates":
@@ -190,16 +202,22 @@ def parallel(
         from halluscope.build.paraphrase import LLMParaphraser
         from halluscope.llm.client import ChatClient
 
-        urls = join_urls(base_url)
-        async with ChatClient(str(llm_model), urls, cache=open_cache(cache, no_cache)) as client:
+        store = open_cache(cache, no_cache)
+        async with ChatClient(model, urls, cache=store, **client_options(llm_model)) as client:
             writer = LLMParaphraser(client)
             return await build_parallel(benchmark, data, out, seed=seed, tasks=chosen,
                                         paraphrase=writer.paraphrase, paraphraser=writer.identity())
 
-    try:
-        built = asyncio.run(go())
-    except (ValueError, OSError) as error:
-        fail(str(error))
+    with local_llm() as local:  # started only for --llm-model local; stopped however this ends
+        model, urls = (
+            llm_endpoint(str(llm_model), join_urls(base_url), local, "--llm-model")
+            if paraphraser == "llm"
+            else ("", None)
+        )
+        try:
+            built = asyncio.run(go())
+        except (ValueError, OSError) as error:
+            fail(str(error))
     out_console = console()
     for kind, count in sorted(built.counts.items()):
         out_console.print(f"{kind}: {count}")

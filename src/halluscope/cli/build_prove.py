@@ -6,7 +6,6 @@ Registered on the ``build`` sub-app by :mod:`halluscope.cli.build`. Heavy import
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,7 +43,8 @@ def prove(
     llm: Annotated[
         str | None,
         typer.Option(
-            help="Generator/filter model on --base-url (default: the packaged Qwen2.5-Coder, run locally)."
+            help="Generator/filter model on --base-url; `local` (the default without --base-url): the "
+            "packaged Qwen2.5-Coder on a llama.cpp server started for this build."
         ),
     ] = None,
     base_url: Annotated[
@@ -89,9 +89,15 @@ def prove(
     """PROVE-style QA pairs, each kept only if its program, run in the sandbox over the graph, confirms it."""
     from halluscope.build.prove import BuildOptions, ProveBuildError
     from halluscope.embeddings import EmbeddingModelError, load_embedder
+    from halluscope.llm.local import is_local
     from halluscope.sandbox import Limits, Sandbox, SandboxUnavailableError
     from halluscope.scene.vg import SceneGraphFormatError
 
+    if is_local(llm) and base_url:
+        fail(
+            "--llm local runs the packaged model on a server of its own, and --base-url names another "
+            "endpoint; give one of the two"
+        )
     try:
         graphs = load_graphs(scene_graphs, graph_format, limit_images)
     except (SceneGraphFormatError, ValueError, OSError) as error:
@@ -160,25 +166,19 @@ def _build(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from halluscope.build.prove import ProveBuilder, build_prove_async
+    from halluscope.cli.local_llm import local_llm
     from halluscope.llm.client import stage_client
+    from halluscope.llm.local import is_local
 
-    with contextlib.ExitStack() as stack:
-        if llm is None and base_url is None:
-            from halluscope.llm.offline import (
-                PACKAGED_MODEL_NAME,
-                LocalServerError,
-                OfflineModelError,
-                llama_server,
-            )
+    with local_llm(n_ctx=6144) as local:
+        if is_local(llm) or (llm is None and base_url is None):
+            from halluscope.llm.offline import LocalServerError, OfflineModelError
 
-            console(stderr=True).print(
-                "starting the packaged Qwen2.5-Coder on llama.cpp (no --llm given) ..."
-            )
             try:
-                server = stack.enter_context(llama_server(n_ctx=6144))
+                server = local.server()
             except (LocalServerError, OfflineModelError) as error:
-                fail(f"no --llm given and the packaged model could not start: {error}")
-            llm, base_url = PACKAGED_MODEL_NAME, server.base_url
+                fail(f"the packaged model (--llm local, the default) could not start: {error}")
+            llm, base_url = server.model, server.base_url
         try:
             client = stage_client(
                 "build prove", model=llm, base_url=base_url, api_key_env=api_key_env,

@@ -39,7 +39,9 @@ def run(
         int | None, typer.Option(help="With --model: requests in flight at once [default: 4].")
     ] = None,
     extractor: Annotated[str | None, typer.Option(help="Claim extractor: rules | llm.")] = None,
-    extractor_model: Annotated[str | None, typer.Option(help="LLM for the llm extractor.")] = None,
+    extractor_model: Annotated[
+        str | None, typer.Option(help="LLM for the llm extractor; local: the packaged model, run for this run.")
+    ] = None,
     extractor_opt: Annotated[list[str] | None, typer.Option(help="Extractor option key=value.")] = None,
     judge: Annotated[
         str | None,
@@ -47,7 +49,10 @@ def run(
     ] = None,
     judge_model: Annotated[
         str | None,
-        typer.Option(help="Embedding model (similarity, typed), NLI model (nli) or LLM (llm) for the judge."),
+        typer.Option(
+            help="Embedding model (similarity, typed), NLI model (nli) or LLM (llm) for the judge; "
+            "local: the packaged LLM on a llama.cpp server started for this run."
+        ),
     ] = None,
     judge_opt: Annotated[list[str] | None, typer.Option(help="Judge option key=value (repeatable).")] = None,
     base_url: Annotated[
@@ -82,10 +87,18 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Score answers on a benchmark: extract claims, judge them, and write spec, samples and metrics."""
-    from halluscope.api import EvaluationError, create_benchmark, create_stage, known_sample_ids
+    from halluscope.api import (
+        EvaluationError,
+        create_benchmark,
+        create_stage,
+        known_sample_ids,
+        local_base_url_conflict,
+    )
     from halluscope.benchmarks import ScoringContext
     from halluscope.claims import EXTRACTORS
+    from halluscope.cli.local_llm import local_llm
     from halluscope.judges import ENTAILMENT_JUDGES, JUDGES
+    from halluscope.llm.local import is_local
     from halluscope.registry import UnknownComponentError
     from halluscope.report.table import metrics_table
     from halluscope.responses import ResponsesError
@@ -133,9 +146,13 @@ def run(
         "judge": (judge, judge_model, judge_opt, bench.default_judge),
     }
     llm_stage = False
+    local_stages: list[str] = []  # stages whose model is "local": the packaged server, not --base-url
     for stage, (chosen_name, stage_model, stage_opts, default_name) in stage_choices.items():
         if bench.uses_stage(stage):
-            llm_stage = llm_stage or (chosen_name or default_name) in ("llm", "hqh-llm")
+            if is_local(stage_model or parse_options(stage_opts, f"--{stage}-opt").get("model")):
+                local_stages.append(stage)
+            else:
+                llm_stage = llm_stage or (chosen_name or default_name) in ("llm", "hqh-llm")
             continue
         given = [
             flag
@@ -150,6 +167,9 @@ def run(
                 f"(see `halluscope list`), so this would change nothing; leave it out"
             )
     endpoints = join_urls(base_url)
+    conflict = local_base_url_conflict(local_stages, ["llm"] if llm_stage else []) if endpoints else None
+    if conflict:
+        fail(conflict)
     if endpoints and not llm_stage:
         fail("--base-url is the endpoint of the llm extractor or judge, and neither is used in this run")
 
@@ -160,14 +180,16 @@ def run(
         model_name: str | None,
         opts: list[str] | None,
         flag: str,
+        local: Any,
     ) -> Any:
         options = parse_options(opts, flag)
         if model_name:
             options["model"] = model_name
         try:
             return create_stage(
-                registry, flag.strip("-").split("-")[0], name, default, options, cache=store, base_url=endpoints
-            )
+                registry, flag.strip("-").split("-")[0], name, default, options, cache=store,
+                base_url=endpoints, local=local,
+            )  # fmt: skip
         except EvaluationError as error:
             fail(str(error))
 
@@ -233,43 +255,52 @@ def run(
         )
 
     judges = ENTAILMENT_JUDGES if bench.judge_kind == "entailment" else JUDGES
-    ctx = ScoringContext(
-        cache=store,
-        extractor=component(
-            EXTRACTORS, extractor, bench.default_extractor, extractor_model, extractor_opt, "--extractor-opt"
+    # --judge-model local / --extractor-model local: one packaged server, stopped however the run ends.
+    with local_llm() as local:
+        ctx = ScoringContext(
+            cache=store,
+            extractor=component(
+                EXTRACTORS, extractor, bench.default_extractor, extractor_model, extractor_opt,
+                "--extractor-opt", local,
+            )
+            if bench.uses_stage("extractor")
+            else None,
+            judge=component(
+                judges, judge, bench.default_judge, judge_model, judge_opt, "--judge-opt", local
+            )
+            if bench.uses_stage("judge")
+            else None,
         )
-        if bench.uses_stage("extractor")
-        else None,
-        judge=component(judges, judge, bench.default_judge, judge_model, judge_opt, "--judge-opt")
-        if bench.uses_stage("judge")
-        else None,
-    )
-    from halluscope.llm.client import LLMError
+        if local.started:
+            spec_extra["local_llm"] = local.describe()
+        from halluscope.llm.client import LLMError
 
-    try:
-        report = run_benchmark(
-            bench,
-            answers,
-            ctx,
-            out,
-            spec_extra=spec_extra,
-            chunk_size=chunk_size,
-            show_progress=not quiet and interactive(),
-            overwrite=overwrite,
-            max_failure_share=max_failure_share,
-        )
-    except RunDirError as error:
-        fail(str(error))
-    except LLMError as error:  # auth and bad-request failures stop the run: every item would fail alike
-        fail(f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)")
-    except StageFailureError as error:
-        warn_corrupt(err_console, error.report)
-        out_console.print(metrics_table(error.report.metrics, error.report.counts, title=f"{bench.name} — {out}"))
-        fail(
-            f"{error} — the metrics above rest on the samples that were scored. Fix the cause and re-run "
-            "the same command: the failed samples are retried, the rest are kept.",
-            code=1,
-        )
+        try:
+            report = run_benchmark(
+                bench,
+                answers,
+                ctx,
+                out,
+                spec_extra=spec_extra,
+                chunk_size=chunk_size,
+                show_progress=not quiet and interactive(),
+                overwrite=overwrite,
+                max_failure_share=max_failure_share,
+            )
+        except RunDirError as error:
+            fail(str(error))
+        except LLMError as error:  # auth and bad-request failures stop the run: every item would fail alike
+            fail(f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)")
+        except StageFailureError as error:
+            warn_corrupt(err_console, error.report)
+            out_console.print(
+                metrics_table(error.report.metrics, error.report.counts, title=f"{bench.name} — {out}")
+            )
+            fail(
+                f"{error} — the metrics above rest on the samples that were scored. Fix the cause and re-run "
+                "the same command: the failed samples are retried, the rest are kept.",
+                code=1,
+            )
     warn_corrupt(err_console, report)
     out_console.print(metrics_table(report.metrics, report.counts, title=f"{bench.name} — {out}"))
     out_console.print(f"run directory: {out}")

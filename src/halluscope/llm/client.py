@@ -19,18 +19,21 @@ are decided once. The rules, and why:
   flight; an endpoint that drops connections or answers 5xx is taken out for ``cooldown_s`` and the request
   is retried on another one, within the same retry budget. The cache key names the whole set of endpoints,
   never the one that answered, so a result is found again whichever replica produced it.
+- An endpoint whose address changes from run to run (the packaged local server on a random port) is named
+  in identities and cache keys by a stable name given with :func:`named_endpoint`, not by its address.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import hashlib
 import logging
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -57,6 +60,7 @@ __all__ = [
     "LLMTimeoutError",
     "TokenLogprob",
     "check_options",
+    "named_endpoint",
     "resolve_api_key",
     "resolve_base_url",
     "resolve_base_urls",
@@ -164,6 +168,31 @@ FATAL_ERRORS: tuple[type[LLMError], ...] = (LLMAuthError, LLMBadRequestError)
 
 
 # -- configuration ---------------------------------------------------------------------------------------
+
+#: Stable names of endpoints whose address is not part of what they serve (see :func:`named_endpoint`).
+_ENDPOINT_NAMES: dict[str, str] = {}
+
+
+@contextlib.contextmanager
+def named_endpoint(url: str, name: str) -> Iterator[None]:
+    """While the block runs, clients name the endpoint ``url`` as ``name`` in identities and cache keys.
+
+    For a server started for one run on a free port (:mod:`halluscope.llm.local`): keyed by its address, its
+    answers would never be found again, and a run directory could not be resumed, because the port changes.
+    The name must stand for what answers (the model file), as the address does for a named endpoint.
+    Requests still go to ``url``; every other endpoint keeps its address as its key.
+    """
+    url = url.strip().rstrip("/")
+    previous = _ENDPOINT_NAMES.get(url)
+    _ENDPOINT_NAMES[url] = name
+    try:
+        yield
+    finally:
+        if previous is None:
+            _ENDPOINT_NAMES.pop(url, None)
+        else:
+            _ENDPOINT_NAMES[url] = previous
+
 
 
 def _split_urls(value: str | Sequence[str] | None) -> list[str]:
@@ -330,11 +359,12 @@ class ChatClient:
         valid. Several: ``base_url`` is the sorted list of them, so the key depends on the set of replicas and
         not on which one answered (nor on the order they were given in). The field keeps its name so that
         whatever treats the endpoint as an address rather than a setting (resuming a run elsewhere) still
-        does.
+        does. An endpoint given a stable name with :func:`named_endpoint` appears as that name.
         """
-        if len(self.base_urls) == 1:
-            return {"model": self.model, "base_url": self.base_url}
-        return {"model": self.model, "base_url": sorted(self.base_urls)}
+        keyed = [_ENDPOINT_NAMES.get(url, url) for url in self.base_urls]
+        if len(keyed) == 1:
+            return {"model": self.model, "base_url": keyed[0]}
+        return {"model": self.model, "base_url": sorted(keyed)}
 
     @property
     def endpoints_label(self) -> str:

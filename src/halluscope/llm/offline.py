@@ -182,6 +182,15 @@ def _check_server_installed() -> None:
         )
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to send it SIGTERM when its parent goes (prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+
+
 def _stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is not None:
         return
@@ -204,12 +213,15 @@ def llama_server(
     port: int | None = None,
     startup_timeout_s: float = 300.0,
     extra_args: Sequence[str] = (),
+    die_with_parent: bool = False,
 ) -> Iterator[LocalServer]:
     """Run ``python -m llama_cpp.server`` on a GGUF (default: the packaged one) while the block runs.
 
     Waits until ``/v1/models`` answers; if the server exits or does not answer within ``startup_timeout_s``,
     raises :class:`LocalServerError` with the end of its output. The server is stopped on exit, and its log
-    (``LocalServer.log_path``) removed unless starting failed.
+    (``LocalServer.log_path``) removed unless starting failed. ``die_with_parent`` (Linux) also has the kernel
+    stop the server should this process be killed outright (SIGKILL), when no ``finally`` runs; the signal
+    follows the thread that started it, so leave it off when a worker thread starts a server others use.
     """
     _check_server_installed()
     path = Path(model_path) if model_path is not None else packaged_gguf()
@@ -233,8 +245,9 @@ def llama_server(
     log_path = Path(log_name)
     with os.fdopen(log_fd, "wb") as log_file:
         process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env
-        )
+            command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env,
+            preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None,
+        )  # fmt: skip
     base_url = f"http://{host}:{port}/v1"
     started_ok = False
     try:
