@@ -1,6 +1,9 @@
 """Fixtures shared by the test modules.
 
-- ``shared_dir``: the shared data folder (``$HALLUSCOPE_SHARED``, else ``../shared`` next to the repo).
+- the ``full_data`` marker: a test that reads the full benchmark files of the shared folder (see
+  ``tests/paths.py``). Without that folder it is skipped with a one-line reason, or fails when
+  ``HALLUSCOPE_REQUIRE_FULL_DATA=1`` (as ``.ci/run`` sets, so CI never hides it). With that variable set, a
+  session in which any test was skipped fails.
 - ``scripted_server``: a fresh scripted OpenAI-compatible server on loopback (see ``scripted_server.py``).
 - ``llama_server``: the base URL of a real llama.cpp server running the packaged Qwen2.5-1.5B GGUF, started
   once per test session. It never skips: without llama-cpp-python[server] or the model packages it fails
@@ -9,21 +12,44 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.paths import SHARED
+from tests.paths import FULL_DATA, REQUIRE_FULL_DATA_ENV, full_data_present
 from tests.scripted_server import ScriptedServer
 
 
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    path = SHARED
-    if not path.is_dir():
-        pytest.fail(f"shared data folder not found at {path}; set HALLUSCOPE_SHARED to its location")
-    return path
+def _full_data_required() -> bool:
+    return os.environ.get(REQUIRE_FULL_DATA_ENV, "") not in ("", "0")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip (or, where required, fail) a ``full_data`` test before its fixtures touch the missing files."""
+    if item.get_closest_marker("full_data") is None or full_data_present():
+        return
+    reason = f"needs the full benchmark data at {FULL_DATA} (set HALLUSCOPE_SHARED to the shared folder)"
+    if _full_data_required():
+        pytest.fail(f"{reason}; {REQUIRE_FULL_DATA_ENV} is set, so it may not be skipped", pytrace=False)
+    pytest.skip(reason)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _full_data_required() and terminalreporter.stats.get("skipped"):
+        terminalreporter.write_line(
+            f"{REQUIRE_FULL_DATA_ENV} is set: {len(terminalreporter.stats['skipped'])} skipped test(s) fail "
+            "this session", red=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Where full data is required, a skipped test of any kind fails the session: CI hides nothing."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped") if reporter is not None else None
+    if _full_data_required() and skipped and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

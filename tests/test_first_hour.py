@@ -36,6 +36,7 @@ def _reefknot_answers(path: Path, lines: list[int]) -> None:
     path.write_text("\n".join(answered) + "\n", encoding="utf-8")
 
 
+@pytest.mark.full_data
 def test_only_answered_scores_just_the_answered_samples(tmp_path: Path) -> None:
     answers = tmp_path / "answers.jsonl"
     _reefknot_answers(answers, [0, 1, 7])
@@ -96,6 +97,7 @@ def test_report_table_is_readable_in_80_columns(tmp_path: Path) -> None:
     assert text.index("attribute_hallu_q") < text.index("attribute_hallu_i")
 
 
+@pytest.mark.full_data
 @pytest.mark.parametrize("tasks", ["mcq", "mcq,vqa", ["mcq"]])
 def test_reefknot_tasks_as_a_string_are_a_comma_list(tasks: str | list[str]) -> None:
     bench = Reefknot(data=REEFKNOT_DIR, tasks=tasks, relation_types="cognitive", limit=6)

@@ -37,6 +37,7 @@ def test_collected_answers_treat_a_torn_line_as_not_written(tmp_path: Path) -> N
     assert problems and "line 2" in problems[0] and "asked again" in problems[0]
 
 
+@pytest.mark.full_data
 def test_reefknot_layout_reports_bad_lines_by_number(tmp_path: Path) -> None:
     rows = [json.loads(t) for t in (REEFKNOT_DIR / "YESNO.jsonl").read_text().splitlines()[:3]]
     for row in rows:
@@ -51,6 +52,7 @@ def test_reefknot_layout_reports_bad_lines_by_number(tmp_path: Path) -> None:
     assert any("line 2" in p for p in replay.problems)
 
 
+@pytest.mark.full_data
 def test_official_reefknot_file_with_a_gap_is_refused_with_its_line(tmp_path: Path) -> None:
     lines = (REEFKNOT_DIR / "VQA.jsonl").read_text().splitlines()[:4]
     path = tmp_path / "VQA.jsonl"

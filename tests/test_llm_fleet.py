@@ -158,6 +158,7 @@ async def test_an_auth_error_still_fails_at_once() -> None:
         assert len(a.chat_requests()) == 1 and not b.chat_requests()
 
 
+@pytest.mark.full_data
 def test_respond_takes_base_url_more_than_once_and_records_the_list(tmp_path: Path) -> None:
     with ScriptedServer(responder=_echo()) as a, ScriptedServer(responder=_echo()) as b:
         out = tmp_path / "out"

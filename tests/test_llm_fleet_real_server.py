@@ -31,6 +31,7 @@ def _written(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.endswith("}"))
 
 
+@pytest.mark.full_data
 def test_respond_on_two_servers_survives_one_being_killed(tmp_path: Path) -> None:
     with contextlib.ExitStack() as stack:
         # Small contexts and one thread each: two 1.5B servers on a shared two-core machine.

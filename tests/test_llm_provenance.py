@@ -47,6 +47,7 @@ def run(tmp_path: Path, base_url: str, *extra: str) -> Any:
     return CliRunner().invoke(app, args, terminal_width=200)
 
 
+@pytest.mark.full_data
 @pytest.mark.slow
 def test_spec_records_the_model_a_real_llama_cpp_server_reports(tmp_path: Path, llama_server: str) -> None:
     served = httpx.get(f"{llama_server}/models", timeout=30).json()["data"][0]["id"]
@@ -64,6 +65,7 @@ def test_spec_records_the_model_a_real_llama_cpp_server_reports(tmp_path: Path, 
     assert "gpt-4o-mini" not in spec_text
 
 
+@pytest.mark.full_data
 def test_no_model_named_and_no_answer_from_the_endpoint_is_a_clear_error(tmp_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

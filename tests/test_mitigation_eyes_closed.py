@@ -29,6 +29,7 @@ def _two_step_server(seen: list[Any]) -> ScriptedServer:
     return ScriptedServer(responder=responder)
 
 
+@pytest.mark.full_data
 async def test_describe_with_image_then_answer_without() -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
     sample = next(bench.samples())
@@ -59,6 +60,7 @@ async def test_describe_with_image_then_answer_without() -> None:
     assert result.usage["completion_tokens"] == 10  # both steps counted
 
 
+@pytest.mark.full_data
 async def test_general_description_asks_for_a_plain_description() -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
     seen: list[Any] = []
@@ -71,6 +73,7 @@ async def test_general_description_asks_for_a_plain_description() -> None:
     assert result.metadata["mitigation"]["name"] == "general-description"
 
 
+@pytest.mark.full_data
 async def test_mitigation_flag_and_cache(tmp_path: Path) -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=2)
     cache = Cache(tmp_path / "cache.sqlite")
@@ -90,6 +93,7 @@ async def test_mitigation_flag_and_cache(tmp_path: Path) -> None:
     assert all(len(r["metadata"]["mitigation"]["steps"]) == 2 for r in rows)
 
 
+@pytest.mark.full_data
 @pytest.mark.slow
 async def test_eyes_closed_end_to_end_on_llama_server(llama_server: str, tmp_path: Path) -> None:
     """A text-only stand-in model behind llama.cpp: the images are not sent (text_only), both steps run, and

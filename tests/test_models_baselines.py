@@ -27,6 +27,7 @@ def _echo(seen: list[Any]) -> Any:
     return responder
 
 
+@pytest.mark.full_data
 async def test_blind_sends_only_text_and_the_question() -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
     sample = next(bench.samples())
@@ -42,6 +43,7 @@ async def test_blind_sends_only_text_and_the_question() -> None:
     assert result.metadata["baseline"] == "blind"
 
 
+@pytest.mark.full_data
 async def test_scene_oracle_sends_the_scene_graph_as_text() -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
     sample = next(bench.samples())
@@ -68,6 +70,7 @@ async def test_scene_oracle_without_scene_is_a_per_sample_failure(tmp_path: Path
         assert server.chat_requests() == []
 
 
+@pytest.mark.full_data
 async def test_baselines_share_the_cache_per_prompt(tmp_path: Path) -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=3)
     cache = Cache(tmp_path / "cache.sqlite")
@@ -83,6 +86,7 @@ async def test_baselines_share_the_cache_per_prompt(tmp_path: Path) -> None:
     assert all(r.metadata["cached"] for r in answers.values())
 
 
+@pytest.mark.full_data
 @pytest.mark.slow
 async def test_scene_oracle_hallucinates_less_than_blind_on_llama_server(
     llama_server: str, tmp_path: Path

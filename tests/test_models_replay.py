@@ -57,6 +57,7 @@ async def test_halluscope_jsonl_with_claims(tmp_path: Path) -> None:
         await _answer(model, "zzz")
 
 
+@pytest.mark.full_data
 async def test_tri_he_layout_with_answer_key_and_extracted_triplets(tmp_path: Path) -> None:
     path = _tri_he_with_answers(
         tmp_path,
@@ -76,6 +77,7 @@ async def test_tri_he_layout_with_answer_key_and_extracted_triplets(tmp_path: Pa
     assert "claims" not in (await _answer(plain, f"{image_id}-1")).metadata
 
 
+@pytest.mark.full_data
 def test_tri_he_layout_needs_a_key_when_ambiguous(tmp_path: Path) -> None:
     path = _tri_he_with_answers(tmp_path, {"llava": lambda i, k: "a", "minigpt4": lambda i, k: "b"})
     with pytest.raises(ReplayError, match=r"llava, minigpt4.*\?key=<field>"):
@@ -83,6 +85,7 @@ def test_tri_he_layout_needs_a_key_when_ambiguous(tmp_path: Path) -> None:
     assert _replay(path, "?key=minigpt4").data.answers
 
 
+@pytest.mark.full_data
 async def test_reefknot_jsonl_with_yes_no_probabilities(tmp_path: Path) -> None:
     lines = (REEFKNOT_DIR / "YESNO.jsonl").read_text().splitlines()[:6]
     out = []
@@ -102,6 +105,7 @@ async def test_reefknot_jsonl_with_yes_no_probabilities(tmp_path: Path) -> None:
     assert result.metadata["no_prob"] == 0.7
 
 
+@pytest.mark.full_data
 def test_reefknot_unanswered_official_file_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "Multichoice.jsonl"
     path.write_text("\n".join((REEFKNOT_DIR / "Multichoice.jsonl").read_text().splitlines()[:4]) + "\n")
@@ -109,6 +113,7 @@ def test_reefknot_unanswered_official_file_is_rejected(tmp_path: Path) -> None:
         _replay(path)
 
 
+@pytest.mark.full_data
 async def test_reefknot_multichoice_ids(tmp_path: Path) -> None:
     rows = [json.loads(x) for x in (REEFKNOT_DIR / "Multichoice.jsonl").read_text().splitlines()[:3]]
     for row in rows:
@@ -118,6 +123,7 @@ async def test_reefknot_multichoice_ids(tmp_path: Path) -> None:
     assert _replay(path).ids() == {"mcq-0", "mcq-1", "mcq-2"}
 
 
+@pytest.mark.full_data
 async def test_hqh_answers(tmp_path: Path) -> None:
     items = json.loads((HQH_DIR / "HQH.json").read_text())[:5]
     for item in items:

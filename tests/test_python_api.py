@@ -35,6 +35,7 @@ def _metrics(run_dir: Path) -> dict[str, object]:
     return loaded
 
 
+@pytest.mark.full_data
 def test_evaluate_writes_the_same_metrics_as_the_cli(tmp_path: Path) -> None:
     answers_file = tmp_path / "answers.jsonl"
     answers_file.write_text("".join(r.model_dump_json() + "\n" for r in _answers()), encoding="utf-8")
@@ -78,6 +79,7 @@ def test_evaluate_writes_the_same_metrics_as_the_cli(tmp_path: Path) -> None:
     assert [r.id for r in reopened.records] == [r.id for r in records]
 
 
+@pytest.mark.full_data
 def test_evaluate_inside_a_running_event_loop(tmp_path: Path) -> None:
     """Jupyter runs a loop already; evaluate() must not trip over asyncio.run there."""
 
@@ -97,6 +99,7 @@ def test_evaluate_inside_a_running_event_loop(tmp_path: Path) -> None:
     assert result.metrics == outside.metrics
 
 
+@pytest.mark.full_data
 def test_evaluate_reports_bad_set_ups_clearly(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="judge_opts"):
         halluscope.evaluate("reefknot", data=REEFKNOT_DIR, responses=[], judge_opts={})
@@ -116,6 +119,7 @@ def test_evaluate_reports_bad_set_ups_clearly(tmp_path: Path) -> None:
         halluscope.load_run(tmp_path / "bad-judge")
 
 
+@pytest.mark.full_data
 def test_readme_python_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Python\n", 1)[1]

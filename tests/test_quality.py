@@ -45,6 +45,7 @@ def constructed_run(directory: Path, benchmark: str, records: list[SampleRecord]
     return directory
 
 
+@pytest.mark.full_data
 def test_simulated_population_recovers_the_predicted_reliability(tmp_path: Path) -> None:
     estimates = {}
     for n_items in (10, 200):
@@ -65,6 +66,7 @@ def test_simulated_population_recovers_the_predicted_reliability(tmp_path: Path)
     assert predicted_reliability([0.1, 0.3, 0.5], 10) < predicted_reliability([0.1, 0.3, 0.5], 200)
 
 
+@pytest.mark.full_data
 def test_identical_models_have_no_reliability_to_find(tmp_path: Path) -> None:
     """Every model with the same true rate: the score differences are pure noise, r near 0."""
     population(tmp_path, 100, 20, low=0.3, high=0.3)
@@ -75,6 +77,7 @@ def test_identical_models_have_no_reliability_to_find(tmp_path: Path) -> None:
     assert abs(correlation.pearson.value) < 0.5
 
 
+@pytest.mark.full_data
 def test_bad_inputs_are_named_and_the_rest_goes_on(tmp_path: Path) -> None:
     population(tmp_path, 20, 4, seeds=(1,))
     retest = tmp_path / "retest"
@@ -111,6 +114,7 @@ def test_bad_inputs_are_named_and_the_rest_goes_on(tmp_path: Path) -> None:
     assert report.coverage.benchmarks[0].counts == {"relation/perception": 20}
 
 
+@pytest.mark.full_data
 def test_parallel_forms_and_response_bias(tmp_path: Path) -> None:
     population(tmp_path, 40, 6)
     # The "parallel form" here: the same models answering with their yes/no flipped on every item would
@@ -130,6 +134,7 @@ def test_parallel_forms_and_response_bias(tmp_path: Path) -> None:
     assert m00.original is not None and m00.original.yes_ratio is not None and m00.original.yes_ratio < 1.0
 
 
+@pytest.mark.full_data
 def test_coverage_is_one_table_across_benchmarks(tmp_path: Path) -> None:
     population(tmp_path, 10, 3, seeds=(1,))
     claims = [
@@ -152,6 +157,7 @@ def test_coverage_is_one_table_across_benchmarks(tmp_path: Path) -> None:
     assert report.correlations == [] and not report.problems
 
 
+@pytest.mark.full_data
 def test_cli_writes_quality_json_terminal_table_and_html(tmp_path: Path) -> None:
     population(tmp_path, 20, 5)
     out = tmp_path / "quality.json"
@@ -168,6 +174,7 @@ def test_cli_writes_quality_json_terminal_table_and_html(tmp_path: Path) -> None
     assert "Benchmark quality (HQM)" in html.read_text()
 
 
+@pytest.mark.full_data
 def test_a_missing_labels_file_is_a_problem_not_a_stop(tmp_path: Path) -> None:
     population(tmp_path, 10, 3)
     report = assess([str(tmp_path / "seed1")], "halr_yesno", retest=[str(tmp_path / "seed2")],
@@ -195,6 +202,7 @@ def test_correlation_matches_scipy(values: tuple[list[float], list[float]]) -> N
     assert result.warning and f"only {len(xs)} models" in result.warning
 
 
+@pytest.mark.full_data
 def test_criterion_validity_follows_human_labels(tmp_path: Path) -> None:
     """Human labels that are the truth on a 30-item subset: the benchmark's Halr agrees with them; with
     --higher-is-better on an accuracy-like metric, the sign stays positive."""
@@ -219,6 +227,7 @@ def test_criterion_validity_follows_human_labels(tmp_path: Path) -> None:
     assert correlation.pearson.value == pytest.approx(validity.correlation.pearson.value)
 
 
+@pytest.mark.full_data
 def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
     """The real parallel form of Reefknot yes/no: models that ignore "not" collapse there, and the
     parallel-forms correlation says the benchmark's ranking does not survive the rewording."""
@@ -252,6 +261,7 @@ def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
         assert parallel.accuracy < 0.5 < original.accuracy
 
 
+@pytest.mark.full_data
 def test_report_adds_a_quality_json_to_the_html(tmp_path: Path) -> None:
     population(tmp_path, 10, 3, seeds=(1,))
     quality = tmp_path / "quality.json"

@@ -60,6 +60,7 @@ def _reefknot_answers(data: Path, out: Path) -> None:
     out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
+@pytest.mark.full_data
 def test_reefknot_file_scores_the_same_through_responses_and_replay(
     tmp_path: Path, small_reefknot: Path
 ) -> None:
@@ -89,6 +90,7 @@ def test_reefknot_file_scores_the_same_through_responses_and_replay(
     assert first["counts"]["missing_response"] == 0
 
 
+@pytest.mark.full_data
 def test_reefknot_folder_of_answer_files_replays_too(tmp_path: Path, small_reefknot: Path) -> None:
     folder = tmp_path / "answers"
     folder.mkdir()
@@ -104,6 +106,7 @@ def test_reefknot_folder_of_answer_files_replays_too(tmp_path: Path, small_reefk
     assert _metrics(tmp_path / "b")["counts"]["scored"] == 60
 
 
+@pytest.mark.full_data
 def test_tri_he_file_scores_the_same_through_responses_and_replay(tmp_path: Path) -> None:
     """Pre-extracted triplets under ``<key>_triplets`` are the claims both ways (never re-extracted)."""
     raw = json.loads(TRI_HE_JSON.read_text(encoding="utf-8"))

@@ -282,6 +282,7 @@ def requested_urls(page: DevTools) -> list[str]:
 # -- the tests ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.full_data
 def test_report_renders_in_chromium(
     tmp_path: Path,
     browser: Browser,

@@ -41,6 +41,7 @@ def _answer_by_question(body: Any) -> Reply:
     return completion(f"Answer to: {text}")
 
 
+@pytest.mark.full_data
 async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=5)
     samples = list(bench.samples())
@@ -73,6 +74,7 @@ async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
     assert len(_lines(tmp_path / "a" / RESPONSES_FILE)) == 5  # no duplicate lines
 
 
+@pytest.mark.full_data
 async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=4)
     samples = list(bench.samples())
@@ -102,6 +104,7 @@ async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> No
     assert not (tmp_path / RESPOND_ERRORS_FILE).exists()
 
 
+@pytest.mark.full_data
 async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
     with ScriptedServer(responder=_answer_by_question) as server:
@@ -114,6 +117,7 @@ async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
             await collect_responses(bench, model, tmp_path, show_progress=False, max_tokens=7)
 
 
+@pytest.mark.full_data
 async def test_a_torn_last_line_is_cut_and_its_sample_asked_again(tmp_path: Path) -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=3)
     samples = list(bench.samples())
@@ -142,6 +146,7 @@ def _respond_command(out: Path, base_url: str, limit: int) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.full_data
 def test_respond_killed_midway_resumes_without_duplicates(tmp_path: Path) -> None:
     limit = 8
 
@@ -174,6 +179,7 @@ def test_respond_killed_midway_resumes_without_duplicates(tmp_path: Path) -> Non
     assert asked_after == limit - written  # only what was not yet written is asked again
 
 
+@pytest.mark.full_data
 def test_cli_respond_with_replay_and_models_listing(tmp_path: Path) -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=3)
     answers = tmp_path / "answers.jsonl"

@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
@@ -51,6 +52,7 @@ def records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.full_data
 def test_a_dead_judge_endpoint_fails_the_run_and_the_rerun_retries(tmp_path: Path) -> None:
     port = dead_port()
     responses = responses_file(tmp_path)
@@ -80,6 +82,7 @@ def test_a_dead_judge_endpoint_fails_the_run_and_the_rerun_retries(tmp_path: Pat
     assert metrics["metrics"]["hallu_q"] == 0.0 and metrics["counts"]["stage_failures"] == 0
 
 
+@pytest.mark.full_data
 def test_a_few_judge_failures_are_allowed_up_to_the_stated_share(tmp_path: Path) -> None:
     bench = TriHE(TRI_HE_JSON, limit=N)
     answers = ground_truth_responses(bench, with_claims=True)
@@ -107,6 +110,7 @@ def test_a_few_judge_failures_are_allowed_up_to_the_stated_share(tmp_path: Path)
     assert [r["failed_stage"] for r in records(out)] == [None, None, "judge"]  # retried, failed again
 
 
+@pytest.mark.full_data
 def test_a_bad_request_stops_the_run(tmp_path: Path) -> None:
     responses = responses_file(tmp_path)
     out = tmp_path / "run"
@@ -130,6 +134,7 @@ class DownExtractor(Extractor):
         return [Failure("extractor backend unreachable") for _ in texts]
 
 
+@pytest.mark.full_data
 def test_an_extractor_failure_marks_the_record_failed_and_is_retried(tmp_path: Path) -> None:
     bench = TriHE(TRI_HE_JSON, limit=N)
     answers = {r.id: r for r in ground_truth_responses(bench)}
@@ -155,6 +160,7 @@ def judge_by_claim(body: Any) -> Reply:
     return completion("Verdict: unsupported\nUnsupported part: relation")
 
 
+@pytest.mark.full_data
 def test_corrupt_log_lines_are_counted_reported_and_redone(tmp_path: Path) -> None:
     responses = responses_file(tmp_path)
     out = tmp_path / "run"
@@ -186,6 +192,7 @@ def test_corrupt_log_lines_are_counted_reported_and_redone(tmp_path: Path) -> No
     assert metrics["metrics"] == full["metrics"] and metrics["counts"]["samples"] == N
 
 
+@pytest.mark.full_data
 def test_a_torn_last_line_is_redone_but_not_called_corrupt(tmp_path: Path) -> None:
     responses = responses_file(tmp_path)
     out, cache = tmp_path / "run", tmp_path / "cache.sqlite"

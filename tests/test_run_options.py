@@ -51,6 +51,7 @@ def run_reefknot(tmp_path: Path, tasks: str, *extra: str) -> Any:
     )  # fmt: skip
 
 
+@pytest.mark.full_data
 def test_a_judge_for_reefknot_without_vqa_is_an_error(tmp_path: Path) -> None:
     result = run_reefknot(tmp_path, "yesno,mcq", "--judge", "llm")
     assert result.exit_code == 2
@@ -67,6 +68,7 @@ def test_a_judge_for_reefknot_without_vqa_is_an_error(tmp_path: Path) -> None:
     assert "vqa_judge" not in spec["benchmark"]
 
 
+@pytest.mark.full_data
 def test_reefknot_vqa_entailment_comes_through_the_judge_slot(tmp_path: Path) -> None:
     with ScriptedServer(responder=lambda body: completion('{"entails": true}')) as server:
         result = run_reefknot(
@@ -86,6 +88,7 @@ def test_reefknot_vqa_entailment_comes_through_the_judge_slot(tmp_path: Path) ->
     assert vqa and all(r["correct"] is True and r["failure"] is None for r in vqa)
 
 
+@pytest.mark.full_data
 def test_an_unloadable_default_nli_judge_fails_the_run_and_names_it(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-nli-model"
     result = run_reefknot(tmp_path, "yesno,mcq,vqa", "--judge-model", str(missing))
@@ -95,12 +98,14 @@ def test_an_unloadable_default_nli_judge_fails_the_run_and_names_it(tmp_path: Pa
     assert spec["judge"]["judge"] == "nli" and spec["judge"]["model"] == str(missing)
 
 
+@pytest.mark.full_data
 def test_the_old_vqa_judge_options_say_where_they_went(tmp_path: Path) -> None:
     result = run_reefknot(tmp_path, "vqa", "--bench-opt", "vqa_judge=llm", "--bench-opt", "llm_model=m")
     assert result.exit_code == 2
     assert "instead of --bench-opt llm_model, use --judge llm --judge-model NAME" in said(result)
 
 
+@pytest.mark.full_data
 def test_options_of_the_path_not_taken_are_errors(tmp_path: Path) -> None:
     base = ["run", "-b", "tri-he", "--data", str(TRI_HE_JSON), "--limit", "2", "--out", str(tmp_path / "r")]
     answers = write_responses(tmp_path / "a.jsonl", [Response(id="x", response="y")])
@@ -111,6 +116,7 @@ def test_options_of_the_path_not_taken_are_errors(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--base-url" in said(result) and "neither is used" in said(result)
 
 
+@pytest.mark.full_data
 @pytest.mark.parametrize("command", ["run", "respond"])
 def test_two_models_are_refused_not_narrowed_to_the_last(tmp_path: Path, command: str) -> None:
     result = invoke(

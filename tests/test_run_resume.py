@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
 from halluscope.responses import write_responses
 from tests.paths import TRI_HE_JSON
@@ -45,6 +47,7 @@ def lines(path):
     return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.mark.full_data
 def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
     bench = TriHE(TRI_HE_JSON, limit=N)
     # Mismatched answers give a mix of supported and hallucinated verdicts; claims are supplied.
@@ -82,6 +85,7 @@ def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
     assert 0 < full_metrics["metrics"]["hallu_q"] < 100
 
 
+@pytest.mark.full_data
 def test_a_run_dir_with_another_configuration_is_refused(tmp_path):
     bench = TriHE(TRI_HE_JSON, limit=4)
     responses = write_responses(tmp_path / "r.jsonl", ground_truth_responses(bench, with_claims=True))
