@@ -4,6 +4,8 @@
   ``tests/paths.py``). Without that folder it is skipped with a one-line reason, or fails when
   ``HALLUSCOPE_REQUIRE_FULL_DATA=1`` (as ``.ci/run`` sets, so CI never hides it). With that variable set, a
   session in which any test was skipped fails.
+- ``tri_he_json`` / ``reefknot_dir``: for tests of the readers of the released layouts, twice: on the
+  synthetic stand-ins of ``tests/layouts.py`` (everyday) and on the released files (``full_data``).
 - ``scripted_server``: a fresh scripted OpenAI-compatible server on loopback (see ``scripted_server.py``).
 - ``llama_server``: the base URL of a real llama.cpp server running the packaged Qwen2.5-1.5B GGUF, started
   once per test session. It never skips: without llama-cpp-python[server] or the model packages it fails
@@ -14,10 +16,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.paths import FULL_DATA, REQUIRE_FULL_DATA_ENV, full_data_present
+from tests.layouts import reefknot_layout, tri_he_layout
+from tests.paths import FULL_DATA, REEFKNOT_DIR, REQUIRE_FULL_DATA_ENV, TRI_HE_JSON, full_data_present
 from tests.scripted_server import ScriptedServer
 
 
@@ -50,6 +54,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     skipped = reporter.stats.get("skipped") if reporter is not None else None
     if _full_data_required() and skipped and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_BOTH = [pytest.param("layout"), pytest.param("released", marks=pytest.mark.full_data)]
+
+
+@pytest.fixture(params=_BOTH)
+def tri_he_json(request: pytest.FixtureRequest) -> Path:
+    """A ``tri-he.json`` (images beside it): the synthetic stand-in, then the released file."""
+    return tri_he_layout() if request.param == "layout" else TRI_HE_JSON
+
+
+@pytest.fixture(params=_BOTH)
+def reefknot_dir(request: pytest.FixtureRequest) -> Path:
+    """A folder of Reefknot's three files: the synthetic stand-ins, then the released files."""
+    return reefknot_layout() if request.param == "layout" else REEFKNOT_DIR
 
 
 @pytest.fixture

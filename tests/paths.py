@@ -5,7 +5,8 @@ Two kinds of data:
   to the repository; never committed). Tests that read them are marked ``full_data``: they run when the
   folder is there and are skipped with a reason when it is not (``.ci/run`` requires them);
 - small excerpts of the files whose licences allow it, committed under ``tests/data/excerpts`` (regenerated
-  by its ``make_excerpts.py``; sources and licences in its NOTICE.md). The everyday tests read these.
+  by its ``make_excerpts.py``; sources and licences in its NOTICE.md). The everyday tests read these, and
+  the synthetic stand-ins of ``tests/layouts.py`` for Tri-HE and Reefknot, whose files carry no licence.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ import pytest
 
 from halluscope.llm.offline import PACKAGED_MODEL_NAME, llama_server
 from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPONSES_FILE
-from tests.paths import REPO_ROOT, TRI_HE_JSON
+from tests.layouts import tri_he_layout
+from tests.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +32,6 @@ def _written(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.endswith("}"))
 
 
-@pytest.mark.full_data
 def test_respond_on_two_servers_survives_one_being_killed(tmp_path: Path) -> None:
     with contextlib.ExitStack() as stack:
         # Small contexts and one thread each: two 1.5B servers on a shared two-core machine.
@@ -40,7 +40,7 @@ def test_respond_on_two_servers_survives_one_being_killed(tmp_path: Path) -> Non
         out = tmp_path / "out"
         command = [
             sys.executable, "-m", "halluscope.cli.main", "respond",
-            "--benchmark", "tri-he", "--data", str(TRI_HE_JSON), "--limit", str(ITEMS),
+            "--benchmark", "tri-he", "--data", str(tri_he_layout()), "--limit", str(ITEMS),
             "--model", f"openai/{PACKAGED_MODEL_NAME}?text_only=true&timeout_s=600",
             "--base-url", first.base_url, "--base-url", second.base_url,
             "--concurrency", "2", "--max-tokens", "16", "--out", str(out), "--no-cache", "--quiet",

@@ -20,7 +20,7 @@ from halluscope.cache import content_key
 from halluscope.llm.client import ChatClient, _hash_inline_data
 from halluscope.responses import write_responses
 from halluscope.types import Response
-from tests.paths import TRI_HE_JSON
+from tests.layouts import tri_he_layout
 
 TIMEOUT_S = 600
 
@@ -34,20 +34,19 @@ def no_model_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def run(tmp_path: Path, base_url: str, *extra: str) -> Any:
     from halluscope.cli.main import app
 
-    bench = TriHE(TRI_HE_JSON, limit=1)
+    bench = TriHE(tri_he_layout(), limit=1)
     (sample,) = bench.samples()
     responses = write_responses(
         tmp_path / "answers.jsonl", [Response(id=sample.id, response="A man is using a laptop.")]
     )
     args = [
-        "run", "-b", "tri-he", "--data", str(TRI_HE_JSON), "-r", str(responses), "--limit", "1",
+        "run", "-b", "tri-he", "--data", str(tri_he_layout()), "-r", str(responses), "--limit", "1",
         "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache.sqlite"), "--quiet",
         "--base-url", base_url, *extra,
     ]  # fmt: skip
     return CliRunner().invoke(app, args, terminal_width=200)
 
 
-@pytest.mark.full_data
 @pytest.mark.slow
 def test_spec_records_the_model_a_real_llama_cpp_server_reports(tmp_path: Path, llama_server: str) -> None:
     served = httpx.get(f"{llama_server}/models", timeout=30).json()["data"][0]["id"]
@@ -65,7 +64,6 @@ def test_spec_records_the_model_a_real_llama_cpp_server_reports(tmp_path: Path, 
     assert "gpt-4o-mini" not in spec_text
 
 
-@pytest.mark.full_data
 def test_no_model_named_and_no_answer_from_the_endpoint_is_a_clear_error(tmp_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -20,13 +20,14 @@ from halluscope.quality.simulate import predicted_reliability, run_population
 from halluscope.runs.store import rewrite_records
 from halluscope.stages import ScoringContext
 from halluscope.types import JudgedClaim, MetricsReport, SampleRecord
+from tests.layouts import reefknot_layout
 from tests.paths import REEFKNOT_DIR
 
 
 def population(tmp: Path, n_items: int, n_models: int, seeds: tuple[int, ...] = (1, 2), *,
-               rng_seed: int = 0, low: float = 0.05, high: float = 0.45) -> dict[str, float]:
+               rng_seed: int = 0, low: float = 0.05, high: float = 0.45, data: Path | None = None) -> dict[str, float]:
     """Simulated models with known true rates, run once per sampling seed into tmp/seed<k>/<model>."""
-    bench = Reefknot(REEFKNOT_DIR, tasks=["yesno"], limit=n_items)
+    bench = Reefknot(data or reefknot_layout(), tasks=["yesno"], limit=n_items)
     rng = random.Random(rng_seed)
     rates = {f"m{i:02d}": rng.uniform(low, high) for i in range(n_models)}
     ctx = ScoringContext(cache=Cache(None))
@@ -48,8 +49,8 @@ def constructed_run(directory: Path, benchmark: str, records: list[SampleRecord]
 @pytest.mark.full_data
 def test_simulated_population_recovers_the_predicted_reliability(tmp_path: Path) -> None:
     estimates = {}
-    for n_items in (10, 200):
-        rates = population(tmp_path / str(n_items), n_items, 24, rng_seed=n_items)
+    for n_items in (10, 200):  # 200 yes/no items: more than the synthetic stand-in holds
+        rates = population(tmp_path / str(n_items), n_items, 24, rng_seed=n_items, data=REEFKNOT_DIR)
         report = assess([str(tmp_path / str(n_items) / "seed1")], "halr_yesno",
                         retest=[str(tmp_path / str(n_items) / "seed2")], resamples=1000)
         (measure,) = report.correlations
@@ -66,7 +67,6 @@ def test_simulated_population_recovers_the_predicted_reliability(tmp_path: Path)
     assert predicted_reliability([0.1, 0.3, 0.5], 10) < predicted_reliability([0.1, 0.3, 0.5], 200)
 
 
-@pytest.mark.full_data
 def test_identical_models_have_no_reliability_to_find(tmp_path: Path) -> None:
     """Every model with the same true rate: the score differences are pure noise, r near 0."""
     population(tmp_path, 100, 20, low=0.3, high=0.3)
@@ -77,7 +77,6 @@ def test_identical_models_have_no_reliability_to_find(tmp_path: Path) -> None:
     assert abs(correlation.pearson.value) < 0.5
 
 
-@pytest.mark.full_data
 def test_bad_inputs_are_named_and_the_rest_goes_on(tmp_path: Path) -> None:
     population(tmp_path, 20, 4, seeds=(1,))
     retest = tmp_path / "retest"
@@ -114,7 +113,6 @@ def test_bad_inputs_are_named_and_the_rest_goes_on(tmp_path: Path) -> None:
     assert report.coverage.benchmarks[0].counts == {"relation/perception": 20}
 
 
-@pytest.mark.full_data
 def test_parallel_forms_and_response_bias(tmp_path: Path) -> None:
     population(tmp_path, 40, 6)
     # The "parallel form" here: the same models answering with their yes/no flipped on every item would
@@ -134,7 +132,6 @@ def test_parallel_forms_and_response_bias(tmp_path: Path) -> None:
     assert m00.original is not None and m00.original.yes_ratio is not None and m00.original.yes_ratio < 1.0
 
 
-@pytest.mark.full_data
 def test_coverage_is_one_table_across_benchmarks(tmp_path: Path) -> None:
     population(tmp_path, 10, 3, seeds=(1,))
     claims = [
@@ -157,7 +154,6 @@ def test_coverage_is_one_table_across_benchmarks(tmp_path: Path) -> None:
     assert report.correlations == [] and not report.problems
 
 
-@pytest.mark.full_data
 def test_cli_writes_quality_json_terminal_table_and_html(tmp_path: Path) -> None:
     population(tmp_path, 20, 5)
     out = tmp_path / "quality.json"
@@ -174,7 +170,6 @@ def test_cli_writes_quality_json_terminal_table_and_html(tmp_path: Path) -> None
     assert "Benchmark quality (HQM)" in html.read_text()
 
 
-@pytest.mark.full_data
 def test_a_missing_labels_file_is_a_problem_not_a_stop(tmp_path: Path) -> None:
     population(tmp_path, 10, 3)
     report = assess([str(tmp_path / "seed1")], "halr_yesno", retest=[str(tmp_path / "seed2")],
@@ -202,7 +197,6 @@ def test_correlation_matches_scipy(values: tuple[list[float], list[float]]) -> N
     assert result.warning and f"only {len(xs)} models" in result.warning
 
 
-@pytest.mark.full_data
 def test_criterion_validity_follows_human_labels(tmp_path: Path) -> None:
     """Human labels that are the truth on a 30-item subset: the benchmark's Halr agrees with them; with
     --higher-is-better on an accuracy-like metric, the sign stays positive."""
@@ -227,19 +221,18 @@ def test_criterion_validity_follows_human_labels(tmp_path: Path) -> None:
     assert correlation.pearson.value == pytest.approx(validity.correlation.pearson.value)
 
 
-@pytest.mark.full_data
 def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
     """The real parallel form of Reefknot yes/no: models that ignore "not" collapse there, and the
     parallel-forms correlation says the benchmark's ranking does not survive the rewording."""
     from halluscope.build.parallel import build_parallel
 
     parallel_data = tmp_path / "parallel-data"
-    asyncio.run(build_parallel("reefknot", REEFKNOT_DIR, parallel_data, tasks=["yesno"]))
+    asyncio.run(build_parallel("reefknot", reefknot_layout(), parallel_data, tasks=["yesno"]))
     rng = random.Random(5)
     rates = {f"m{i:02d}": rng.uniform(0.05, 0.45) for i in range(10)}
     blind = frozenset(name for name, rate in rates.items() if rate < 0.25)  # the best models on the original
     ctx = ScoringContext(cache=Cache(None))
-    for label, data, blind_here in (("original", REEFKNOT_DIR, frozenset()), ("parallel", parallel_data, blind),
+    for label, data, blind_here in (("original", reefknot_layout(), frozenset()), ("parallel", parallel_data, blind),
                                     ("honest", parallel_data, frozenset())):
         bench = Reefknot(data, tasks=["yesno"], limit=100)
         seed = 1 if label == "original" else 2  # independent answers on the two forms
@@ -261,7 +254,6 @@ def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
         assert parallel.accuracy < 0.5 < original.accuracy
 
 
-@pytest.mark.full_data
 def test_report_adds_a_quality_json_to_the_html(tmp_path: Path) -> None:
     population(tmp_path, 10, 3, seeds=(1,))
     quality = tmp_path / "quality.json"

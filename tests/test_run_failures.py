@@ -10,7 +10,6 @@ import socket
 from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
@@ -19,7 +18,7 @@ from halluscope.responses import write_responses
 from halluscope.runs.runner import run_benchmark
 from halluscope.stages import Extractor, Failure, ScoringContext
 from halluscope.types import Claim
-from tests.paths import TRI_HE_JSON
+from tests.layouts import tri_he_layout
 from tests.scripted_server import Reply, ScriptedServer, completion, error
 
 N = 3
@@ -34,7 +33,7 @@ def dead_port() -> int:
 
 
 def responses_file(tmp_path: Path, *, with_claims: bool = True) -> Path:
-    bench = TriHE(TRI_HE_JSON, limit=N)
+    bench = TriHE(tri_he_layout(), limit=N)
     return write_responses(tmp_path / "answers.jsonl", ground_truth_responses(bench, with_claims=with_claims))
 
 
@@ -42,7 +41,7 @@ def run(out: Path, responses: Path, cache: Path, *extra: str) -> Any:
     from halluscope.cli.main import app
 
     args = [
-        "run", "-b", "tri-he", "--data", str(TRI_HE_JSON), "-r", str(responses), "--limit", str(N),
+        "run", "-b", "tri-he", "--data", str(tri_he_layout()), "-r", str(responses), "--limit", str(N),
         "--out", str(out), "--cache", str(cache), "--quiet", *extra,
     ]  # fmt: skip
     return CliRunner().invoke(app, args, terminal_width=200)
@@ -52,7 +51,6 @@ def records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.full_data
 def test_a_dead_judge_endpoint_fails_the_run_and_the_rerun_retries(tmp_path: Path) -> None:
     port = dead_port()
     responses = responses_file(tmp_path)
@@ -82,9 +80,8 @@ def test_a_dead_judge_endpoint_fails_the_run_and_the_rerun_retries(tmp_path: Pat
     assert metrics["metrics"]["hallu_q"] == 0.0 and metrics["counts"]["stage_failures"] == 0
 
 
-@pytest.mark.full_data
 def test_a_few_judge_failures_are_allowed_up_to_the_stated_share(tmp_path: Path) -> None:
-    bench = TriHE(TRI_HE_JSON, limit=N)
+    bench = TriHE(tri_he_layout(), limit=N)
     answers = ground_truth_responses(bench, with_claims=True)
     # One answer of three carries a claim whose every judge call fails.
     answers[0] = answers[0].model_copy(update={"claims": [Claim.of(("zebra", "on", "moon"))]})
@@ -110,7 +107,6 @@ def test_a_few_judge_failures_are_allowed_up_to_the_stated_share(tmp_path: Path)
     assert [r["failed_stage"] for r in records(out)] == [None, None, "judge"]  # retried, failed again
 
 
-@pytest.mark.full_data
 def test_a_bad_request_stops_the_run(tmp_path: Path) -> None:
     responses = responses_file(tmp_path)
     out = tmp_path / "run"
@@ -134,9 +130,8 @@ class DownExtractor(Extractor):
         return [Failure("extractor backend unreachable") for _ in texts]
 
 
-@pytest.mark.full_data
 def test_an_extractor_failure_marks_the_record_failed_and_is_retried(tmp_path: Path) -> None:
-    bench = TriHE(TRI_HE_JSON, limit=N)
+    bench = TriHE(tri_he_layout(), limit=N)
     answers = {r.id: r for r in ground_truth_responses(bench)}
     ctx = ScoringContext(cache=Cache(None), extractor=DownExtractor())
     from halluscope.runs.runner import StageFailureError
@@ -160,7 +155,6 @@ def judge_by_claim(body: Any) -> Reply:
     return completion("Verdict: unsupported\nUnsupported part: relation")
 
 
-@pytest.mark.full_data
 def test_corrupt_log_lines_are_counted_reported_and_redone(tmp_path: Path) -> None:
     responses = responses_file(tmp_path)
     out = tmp_path / "run"
@@ -192,7 +186,6 @@ def test_corrupt_log_lines_are_counted_reported_and_redone(tmp_path: Path) -> No
     assert metrics["metrics"] == full["metrics"] and metrics["counts"]["samples"] == N
 
 
-@pytest.mark.full_data
 def test_a_torn_last_line_is_redone_but_not_called_corrupt(tmp_path: Path) -> None:
     responses = responses_file(tmp_path)
     out, cache = tmp_path / "run", tmp_path / "cache.sqlite"

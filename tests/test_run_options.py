@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from halluscope.benchmarks.reefknot import Reefknot
 from halluscope.responses import write_responses
 from halluscope.types import Response
-from tests.paths import REEFKNOT_DIR, TRI_HE_JSON
+from tests.layouts import reefknot_layout, tri_he_layout
 from tests.scripted_server import ScriptedServer, completion
 
 
@@ -38,20 +38,19 @@ def said(result: Any) -> str:
 
 def reefknot_answers(tmp_path: Path, tasks: str) -> Path:
     """Every selected sample answered with its label: right answers in all three forms."""
-    bench = Reefknot(data=REEFKNOT_DIR, tasks=tasks.split(","), limit=6)
+    bench = Reefknot(data=reefknot_layout(), tasks=tasks.split(","), limit=6)
     answers = [Response(id=s.id, response=str(s.reference)) for s in bench.samples()]
     return write_responses(tmp_path / "answers.jsonl", answers)
 
 
 def run_reefknot(tmp_path: Path, tasks: str, *extra: str) -> Any:
     return invoke(
-        "run", "-b", "reefknot", "--data", str(REEFKNOT_DIR), "--bench-opt", f"tasks={tasks}", "--limit", "6",
+        "run", "-b", "reefknot", "--data", str(reefknot_layout()), "--bench-opt", f"tasks={tasks}", "--limit", "6",
         "-r", str(reefknot_answers(tmp_path, tasks)), "--out", str(tmp_path / "run"),
         "--cache", str(tmp_path / "cache.sqlite"), "--quiet", *extra,
     )  # fmt: skip
 
 
-@pytest.mark.full_data
 def test_a_judge_for_reefknot_without_vqa_is_an_error(tmp_path: Path) -> None:
     result = run_reefknot(tmp_path, "yesno,mcq", "--judge", "llm")
     assert result.exit_code == 2
@@ -68,7 +67,6 @@ def test_a_judge_for_reefknot_without_vqa_is_an_error(tmp_path: Path) -> None:
     assert "vqa_judge" not in spec["benchmark"]
 
 
-@pytest.mark.full_data
 def test_reefknot_vqa_entailment_comes_through_the_judge_slot(tmp_path: Path) -> None:
     with ScriptedServer(responder=lambda body: completion('{"entails": true}')) as server:
         result = run_reefknot(
@@ -88,7 +86,6 @@ def test_reefknot_vqa_entailment_comes_through_the_judge_slot(tmp_path: Path) ->
     assert vqa and all(r["correct"] is True and r["failure"] is None for r in vqa)
 
 
-@pytest.mark.full_data
 def test_an_unloadable_default_nli_judge_fails_the_run_and_names_it(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-nli-model"
     result = run_reefknot(tmp_path, "yesno,mcq,vqa", "--judge-model", str(missing))
@@ -98,16 +95,14 @@ def test_an_unloadable_default_nli_judge_fails_the_run_and_names_it(tmp_path: Pa
     assert spec["judge"]["judge"] == "nli" and spec["judge"]["model"] == str(missing)
 
 
-@pytest.mark.full_data
 def test_the_old_vqa_judge_options_say_where_they_went(tmp_path: Path) -> None:
     result = run_reefknot(tmp_path, "vqa", "--bench-opt", "vqa_judge=llm", "--bench-opt", "llm_model=m")
     assert result.exit_code == 2
     assert "instead of --bench-opt llm_model, use --judge llm --judge-model NAME" in said(result)
 
 
-@pytest.mark.full_data
 def test_options_of_the_path_not_taken_are_errors(tmp_path: Path) -> None:
-    base = ["run", "-b", "tri-he", "--data", str(TRI_HE_JSON), "--limit", "2", "--out", str(tmp_path / "r")]
+    base = ["run", "-b", "tri-he", "--data", str(tri_he_layout()), "--limit", "2", "--out", str(tmp_path / "r")]
     answers = write_responses(tmp_path / "a.jsonl", [Response(id="x", response="y")])
     result = invoke(*base, "-r", str(answers), "--max-tokens", "64", "--model-opt", "k=v")
     assert result.exit_code == 2
@@ -116,11 +111,10 @@ def test_options_of_the_path_not_taken_are_errors(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--base-url" in said(result) and "neither is used" in said(result)
 
 
-@pytest.mark.full_data
 @pytest.mark.parametrize("command", ["run", "respond"])
 def test_two_models_are_refused_not_narrowed_to_the_last(tmp_path: Path, command: str) -> None:
     result = invoke(
-        command, "-b", "tri-he", "--data", str(TRI_HE_JSON), "--limit", "2", "--out", str(tmp_path / "r"),
+        command, "-b", "tri-he", "--data", str(tri_he_layout()), "--limit", "2", "--out", str(tmp_path / "r"),
         "-m", "sim/oracle", "-m", "sim/blind",
     )  # fmt: skip
     assert result.exit_code == 2

@@ -7,11 +7,9 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
 from halluscope.responses import write_responses
-from tests.paths import TRI_HE_JSON
+from tests.layouts import tri_he_layout
 
 N = 120
 
@@ -25,7 +23,7 @@ def run_cli(out, responses, env, limit=N, **kwargs):
         "--benchmark",
         "tri-he",
         "--data",
-        str(TRI_HE_JSON),
+        str(tri_he_layout()),
         "--responses",
         str(responses),
         "--limit",
@@ -47,9 +45,8 @@ def lines(path):
     return path.read_text().splitlines() if path.exists() else []
 
 
-@pytest.mark.full_data
 def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
-    bench = TriHE(TRI_HE_JSON, limit=N)
+    bench = TriHE(tri_he_layout(), limit=N)
     # Mismatched answers give a mix of supported and hallucinated verdicts; claims are supplied.
     responses = write_responses(
         tmp_path / "responses.jsonl", ground_truth_responses(bench, with_claims=True, mismatched=True)
@@ -85,9 +82,8 @@ def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
     assert 0 < full_metrics["metrics"]["hallu_q"] < 100
 
 
-@pytest.mark.full_data
 def test_a_run_dir_with_another_configuration_is_refused(tmp_path):
-    bench = TriHE(TRI_HE_JSON, limit=4)
+    bench = TriHE(tri_he_layout(), limit=4)
     responses = write_responses(tmp_path / "r.jsonl", ground_truth_responses(bench, with_claims=True))
     env = {**os.environ, "HALLUSCOPE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     out = tmp_path / "run"
@@ -102,7 +98,7 @@ def test_a_run_dir_with_another_configuration_is_refused(tmp_path):
             "-b",
             "tri-he",
             "--data",
-            str(TRI_HE_JSON),
+            str(tri_he_layout()),
             "-r",
             str(responses),
             "--limit",
