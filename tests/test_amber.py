@@ -15,9 +15,10 @@ from halluscope.benchmarks.amber import Amber, amber_paper_rule, judge_descripti
 from halluscope.cache import Cache
 from halluscope.metrics.amber import amber_discriminative_paper
 from halluscope.types import Response
-from tests.paths import SHARED
+from tests.paths import AMBER_DIR as AMBER_FULL
+from tests.paths import AMBER_EXCERPT as AMBER_DIR
 
-AMBER_DIR = SHARED / "data" / "amber"
+BOTH = [AMBER_DIR, pytest.param(AMBER_FULL, marks=pytest.mark.full_data)]  # the excerpt, and every item
 ANSWERS = ["Yes", "No", "yes.", "No, there is not.", "yes", "", "I can't tell.", "There is no cup."]
 
 
@@ -49,8 +50,9 @@ def official_discriminative(items: list[dict[str, Any]], answers: dict[int, str]
     return {"accuracy": accuracy, "precision": precision, "recall": recall, "f1": f1}
 
 
-def test_discriminative_paper_metrics_equal_the_official_counters() -> None:
-    items = json.loads((AMBER_DIR / "annotations.json").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("data", BOTH)
+def test_discriminative_paper_metrics_equal_the_official_counters(data: Path) -> None:
+    items = json.loads((data / "annotations.json").read_text(encoding="utf-8"))
     rng = random.Random(0)
     answers = {item["id"]: rng.choice(ANSWERS) for item in items}
     expected = official_discriminative(items, answers)
@@ -116,8 +118,9 @@ def official_generative(nouns: list[str], truth: list[str], hallu: list[str], as
     return sum(flags), len(flags), safe_list[-safe_len:] if safe_len else [], ha_list[-ha_len:] if ha_len else []
 
 
-def test_generative_rules_equal_the_official_loop_on_every_item() -> None:
-    bench = Amber(AMBER_DIR, types=["generative"])
+@pytest.mark.parametrize("data", BOTH)
+def test_generative_rules_equal_the_official_loop_on_every_item(data: Path) -> None:
+    bench = Amber(data, types=["generative"])
     vocab = sorted(bench.vocabulary)
     rng = random.Random(1)
 

@@ -87,6 +87,7 @@ def test_an_image_reads_its_unclear_triplets_in_its_own_direction() -> None:
     assert next((r.subject, r.object) for r in graph.read_relations()) == ("shirt", "man")
 
 
+@pytest.mark.full_data
 def test_tri_he_descriptions_and_evidence_read_subject_first(tri_he: dict[str, SceneGraph]) -> None:
     graph = tri_he["2374892"]  # "(shirt, wearing, man)", "(pen, holding, man)", "(desk, sitting at, man)"
     text = graph.describe()
@@ -98,6 +99,7 @@ def test_tri_he_descriptions_and_evidence_read_subject_first(tri_he: dict[str, S
     assert reference_text(graph, "(Books, piled, on desk)") == "(Books, piled, on desk)"
 
 
+@pytest.mark.full_data
 def test_sim_oracle_writes_the_man_is_wearing_the_shirt(tri_he: dict[str, SceneGraph]) -> None:
     scene = tri_he["2374892"]
     request = GenerateRequest(messages=[ChatTurn(text="Describe the image.")], sample_id="x", scene=scene)
@@ -143,6 +145,7 @@ def tri_he_build(tri_he: dict[str, SceneGraph]) -> BuiltReefknot:
     return build_reefknot(tri_he, BuildOptions(orient=True, seed=0))
 
 
+@pytest.mark.full_data
 def test_the_labelled_sample_is_what_the_builder_builds(tri_he_build: BuiltReefknot, tmp_path: Path) -> None:
     # docs/reefknot.md reports the sensible share of 100 items read by a person; if the builder changes,
     # the items change and the figure no longer describes it: re-draw and re-label (bench/direction_sample.py).
@@ -154,6 +157,7 @@ def test_the_labelled_sample_is_what_the_builder_builds(tri_he_build: BuiltReefk
     assert sum(label["sensible"] for label in labels if label["sample"] == "after") >= 95
 
 
+@pytest.mark.full_data
 def test_tri_he_build_reads_subject_first_and_verifies_clean(tri_he_build: BuiltReefknot) -> None:
     built = BuiltReefknot(
         rows={task: list(rows) for task, rows in tri_he_build.rows.items()},

@@ -100,6 +100,7 @@ def test_each_distinct_string_is_encoded_once_in_one_batch(minilm: Embedder) -> 
     assert embedder.stats.memory_hits == 2
 
 
+@pytest.mark.full_data
 def test_a_later_run_reencodes_nothing_it_has_seen(minilm: Embedder, tmp_path: Path) -> None:
     texts = _references(300)
     first_model = CountingModel(minilm.model)

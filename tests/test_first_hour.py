@@ -16,6 +16,7 @@ from halluscope.cli.main import app
 from halluscope.jsonio import iter_jsonl
 from halluscope.report.html import write_html_report
 from halluscope.report.table import format_value, metric_columns, summarise_run
+from tests.layouts import reefknot_layout
 from tests.paths import REEFKNOT_DIR
 from tests.test_html_report import RATES_A, RATES_B, tri_he_items, write_run
 
@@ -27,7 +28,7 @@ def test_version() -> None:
 
 
 def _reefknot_answers(path: Path, lines: list[int]) -> None:
-    rows = (REEFKNOT_DIR / "Multichoice.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = (reefknot_layout() / "Multichoice.jsonl").read_text(encoding="utf-8").splitlines()
     answered = []
     for line in lines:
         row = json.loads(rows[line])
@@ -40,7 +41,7 @@ def test_only_answered_scores_just_the_answered_samples(tmp_path: Path) -> None:
     answers = tmp_path / "answers.jsonl"
     _reefknot_answers(answers, [0, 1, 7])
     out = tmp_path / "run"
-    common = ["run", "-b", "reefknot", "--data", str(REEFKNOT_DIR), "--bench-opt", "tasks=mcq"]
+    common = ["run", "-b", "reefknot", "--data", str(reefknot_layout()), "--bench-opt", "tasks=mcq"]
     result = CliRunner().invoke(app, [*common, "--responses", str(answers), "--out", str(out), "--only-answered"])
     assert result.exit_code == 0, result.output
     ids = [line.value["id"] for line in iter_jsonl(out / "samples.jsonl")]
@@ -57,6 +58,7 @@ def test_only_answered_scores_just_the_answered_samples(tmp_path: Path) -> None:
     assert wrong.exit_code != 0 and "--only-answered goes with --responses" in wrong.output
 
 
+@pytest.mark.full_data
 def test_report_table_is_readable_in_80_columns(tmp_path: Path) -> None:
     items = tri_he_items(limit=10)
     extra = {
@@ -96,6 +98,7 @@ def test_report_table_is_readable_in_80_columns(tmp_path: Path) -> None:
     assert text.index("attribute_hallu_q") < text.index("attribute_hallu_i")
 
 
+@pytest.mark.full_data
 @pytest.mark.parametrize("tasks", ["mcq", "mcq,vqa", ["mcq"]])
 def test_reefknot_tasks_as_a_string_are_a_comma_list(tasks: str | list[str]) -> None:
     bench = Reefknot(data=REEFKNOT_DIR, tasks=tasks, relation_types="cognitive", limit=6)

@@ -15,10 +15,11 @@ from halluscope.judges.hallusionbench import HallusionJudge, JudgeFailure, corre
 from halluscope.metrics.hallusionbench import hallusion_scores
 from halluscope.runs.runner import run_benchmark
 from halluscope.types import Response
-from tests.paths import SHARED
+from tests.paths import HALLUSIONBENCH_DIR, HALLUSIONBENCH_EXCERPT
 from tests.scripted_server import ScriptedServer, completion, error
 
-HB_DIR = SHARED / "data" / "hallusionbench"
+HB_DIR = HALLUSIONBENCH_EXCERPT
+BOTH = [HB_DIR, pytest.param(HALLUSIONBENCH_DIR, marks=pytest.mark.full_data)]  # the excerpt, and every item
 
 
 def official_scores(rows: list[dict[str, str]]) -> dict[str, float]:
@@ -58,8 +59,9 @@ def official_scores(rows: list[dict[str, str]]) -> dict[str, float]:
     }
 
 
-def test_scores_equal_the_official_arithmetic_on_every_item() -> None:
-    raw = json.loads((HB_DIR / "HallusionBench.json").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("data", BOTH)
+def test_scores_equal_the_official_arithmetic_on_every_item(data: Path) -> None:
+    raw = json.loads((data / "HallusionBench.json").read_text(encoding="utf-8"))
     rows = [{**r, "correctness": str((i * 7) % 3)} for i, r in enumerate(raw)]
     ours = hallusion_scores([dict(r) for r in rows])
     expected = official_scores([dict(r) for r in rows])
@@ -67,15 +69,17 @@ def test_scores_equal_the_official_arithmetic_on_every_item() -> None:
         assert ours[key] == pytest.approx(value), key
 
 
-def test_result_sample_is_read_and_scored(tmp_path: Path) -> None:
-    bench = HallusionBench(HB_DIR)
-    answers = bench.read_responses(HB_DIR / "HallusionBench_result_sample.json")
-    assert len(answers.responses) == 254 and not answers.problems
+@pytest.mark.parametrize(("data", "answered", "total"), [
+    (HB_DIR, 106, 127), pytest.param(HALLUSIONBENCH_DIR, 254, 1129, marks=pytest.mark.full_data)])
+def test_result_sample_is_read_and_scored(tmp_path: Path, data: Path, answered: int, total: int) -> None:
+    bench = HallusionBench(data)
+    answers = bench.read_responses(data / "HallusionBench_result_sample.json")
+    assert len(answers.responses) == answered and not answers.problems
     assert "VD-illusion-0-0-0" in answers.responses
     report = run_benchmark(bench, answers.responses, ScoringContext(cache=Cache(None)), tmp_path / "run",
                            show_progress=False)
-    assert report.counts["scored"] == 254
-    assert report.counts["no_response"] == 1129 - 254
+    assert report.counts["scored"] == answered
+    assert report.counts["no_response"] == total - answered
     for key in ("aAcc", "qAcc", "fAcc", "easy_qAcc", "hard_qAcc"):
         assert report.metrics[key] is not None and 0 <= report.metrics[key] <= 100
     assert report.metrics["qAcc"] <= report.metrics["aAcc"]

@@ -34,6 +34,7 @@ def bench() -> HQH:
     return HQH(HQH_DIR)
 
 
+@pytest.mark.full_data
 def test_loader_reads_real_files_and_reports_items_without_image_information(bench: HQH) -> None:
     samples = list(bench.samples())
     assert len(samples) == 4000
@@ -47,6 +48,7 @@ def test_loader_reads_real_files_and_reports_items_without_image_information(ben
     assert bench.spec()["items_without_image_information"] == len(missing)
 
 
+@pytest.mark.full_data
 def test_scene_keeps_caption_regions_and_boxes_as_released(bench: HQH) -> None:
     sample = next(s for s in bench.samples() if not s.metadata.get("problem"))
     scene = bench.scene(sample)
@@ -63,6 +65,7 @@ def test_region_parser_handles_line_breaks_inside_a_description() -> None:
     ]
 
 
+@pytest.mark.full_data
 def test_selection_by_type_and_limit() -> None:
     bench = BENCHMARKS.create("hqh", data=HQH_DIR, types="counting,ocr", limit=5)
     samples = list(bench.samples())
@@ -71,6 +74,7 @@ def test_selection_by_type_and_limit() -> None:
         BENCHMARKS.create("hqh", data=HQH_DIR, types="colour")
 
 
+@pytest.mark.full_data
 def test_malformed_files_name_the_problem(tmp_path: Path) -> None:
     (tmp_path / "HQH.json").write_text("{not json")
     with pytest.raises(HQHDataError, match=r"HQH\.json is not valid JSON"):
@@ -86,6 +90,7 @@ def test_malformed_files_name_the_problem(tmp_path: Path) -> None:
     assert "item 1: not an object with a usable 'id'" in bench.unusable_items()[0]
 
 
+@pytest.mark.full_data
 def test_official_answer_layout_is_read(tmp_path: Path) -> None:
     items = json.loads((HQH_DIR / "HQH.json").read_text())[:3]
     items[0]["answer"] = "Stop."
@@ -138,6 +143,7 @@ def test_numbers() -> None:
     assert parse_numbers("12 birds") == {12}
 
 
+@pytest.mark.full_data
 def test_offline_judge_separates_reference_from_wrong_answers(bench: HQH) -> None:
     """On the real data, reference answers are rarely incorrect and wrong ones rarely correct."""
     ids = [s.id for s in bench.samples() if not s.metadata.get("problem")][:240]
@@ -183,6 +189,7 @@ def test_metrics_per_type_overall_and_unjudged() -> None:
     assert report.counts["failed"] == 1 and report.counts["no_image_information"] == 1
 
 
+@pytest.mark.full_data
 def test_wrong_judge_and_empty_answer_are_recorded_not_raised(bench: HQH, tmp_path: Path) -> None:
     sample = next(s for s in bench.samples() if not s.metadata.get("problem"))
     ctx = ScoringContext(cache=Cache(None), judge=HQHRulesJudge())
@@ -196,6 +203,7 @@ def test_wrong_judge_and_empty_answer_are_recorded_not_raised(bench: HQH, tmp_pa
     assert wrong.failure is not None and "cannot judge HQH answers" in wrong.failure
 
 
+@pytest.mark.full_data
 def test_cli_run_gives_per_type_and_overall_rates(tmp_path: Path) -> None:
     bench = HQH(HQH_DIR, types=["count", "OCR", "attribute"])
     answers = tmp_path / "answers.jsonl"

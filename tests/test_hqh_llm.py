@@ -177,6 +177,7 @@ def test_options_are_checked() -> None:
         HQHLLMJudge(model="m", base_url="http://127.0.0.1:9/v1", mode="all")
 
 
+@pytest.mark.full_data
 def test_cli_run_with_hqh_llm_records_failures_and_resumes(scripted_server: ScriptedServer, tmp_path: Path) -> None:
     """A judge call that keeps failing (HTTP 500) on one answer: that item is a failure, the rest is scored,
     and a re-run redoes only it."""

@@ -30,6 +30,7 @@ def count_items() -> list[HQHItem]:
     ]
 
 
+@pytest.mark.full_data
 async def test_hqh_llm_per_answer_and_batched_on_a_real_server(llama_server: str) -> None:
     items = count_items()
     options = dict(model=PACKAGED_MODEL_NAME, base_url=llama_server, concurrency=1, timeout_s=TIMEOUT_S, max_regions=4)

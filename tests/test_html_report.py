@@ -254,6 +254,7 @@ def test_locate_claim_gives_none_for_a_claim_the_text_does_not_state() -> None:
 # -- the report ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.full_data
 def test_report_has_summary_radar_and_every_sample_with_its_claims(
     tmp_path: Path, fixture_benchmark: str
 ) -> None:
@@ -291,6 +292,7 @@ def test_report_has_summary_radar_and_every_sample_with_its_claims(
             assert sample["ref"]  # the benchmark's ground-truth answer came along
 
 
+@pytest.mark.full_data
 def test_images_are_embedded_once_as_small_jpeg_thumbnails(tmp_path: Path, fixture_benchmark: str) -> None:
     items = tri_he_items(limit=8)  # 8 questions over 2 images
     write_run(tmp_path / "run", model="m", items=items, seed=3, rates=RATES_A)
@@ -303,6 +305,7 @@ def test_images_are_embedded_once_as_small_jpeg_thumbnails(tmp_path: Path, fixtu
     assert all(s["img"] in data["images"] for s in data["samples"])
 
 
+@pytest.mark.full_data
 def test_scene_graph_of_each_sample_comes_from_its_benchmark(tmp_path: Path, fixture_benchmark: str) -> None:
     items = tri_he_items(limit=5)
     write_run(tmp_path / "run", model="m", items=items, seed=4, rates=RATES_A)
@@ -316,6 +319,7 @@ def test_scene_graph_of_each_sample_comes_from_its_benchmark(tmp_path: Path, fix
         assert set(scene["objects"]) >= {o for o in entry["all_object"] if o.strip()}
 
 
+@pytest.mark.full_data
 def test_a_run_copied_elsewhere_renders_without_benchmark_data(tmp_path: Path) -> None:
     items = tri_he_items(limit=4)
     image = TRI_HE / "images" / f"{items[0]['image_id']}.jpg"
@@ -338,6 +342,7 @@ def test_a_run_copied_elsewhere_renders_without_benchmark_data(tmp_path: Path) -
     assert data["samples"][0]["img"] is not None
 
 
+@pytest.mark.full_data
 def test_a_run_as_the_runner_writes_it_gets_tri_he_scenes_and_images(tmp_path: Path) -> None:
     """The spec in the runner's own format (``build_spec``), read back by the real Tri-HE benchmark."""
     from halluscope.benchmarks.tri_he import TriHE
@@ -376,6 +381,7 @@ def test_a_run_as_the_runner_writes_it_gets_tri_he_scenes_and_images(tmp_path: P
         assert data["scenes"][sample["sg"]]["objects"]
 
 
+@pytest.mark.full_data
 def test_a_spec_whose_data_is_gone_is_not_fetched_again(tmp_path: Path) -> None:
     spec = {
         "benchmark": {"benchmark": "tri-he", "data": str(tmp_path / "elsewhere" / "tri-he.json")},
@@ -387,6 +393,7 @@ def test_a_spec_whose_data_is_gone_is_not_fetched_again(tmp_path: Path) -> None:
     assert embedded_data(page)["scenes"] == {}
 
 
+@pytest.mark.full_data
 def test_untrusted_text_cannot_inject_markup(tmp_path: Path, fixture_benchmark: str) -> None:
     items = tri_he_items(limit=3)
     hostile = {
@@ -429,6 +436,7 @@ def test_untrusted_text_cannot_inject_markup(tmp_path: Path, fixture_benchmark: 
     assert data["samples"][1]["a"] == hostile["response"]  # the text itself is kept, as text
 
 
+@pytest.mark.full_data
 def test_scatter_when_runs_report_helpfulness_and_truthfulness(
     tmp_path: Path, fixture_benchmark: str
 ) -> None:
@@ -456,6 +464,7 @@ def test_scatter_when_runs_report_helpfulness_and_truthfulness(
     assert "hScore 0.61, tScore 0.72" in scatter.group(0)
 
 
+@pytest.mark.full_data
 def test_runs_of_the_same_model_are_told_apart(tmp_path: Path, fixture_benchmark: str) -> None:
     items = tri_he_items(limit=2)
     write_run(tmp_path / "x1", model="same", items=items, seed=9, rates=RATES_A)
@@ -467,6 +476,7 @@ def test_runs_of_the_same_model_are_told_apart(tmp_path: Path, fixture_benchmark
     assert len(set(labels)) == 2 and all(label.startswith("same") for label in labels)
 
 
+@pytest.mark.full_data
 def test_image_budget_caps_the_file_size(tmp_path: Path, fixture_benchmark: str) -> None:
     items = tri_he_items(limit=30)  # 8 images
     write_run(tmp_path / "run", model="m", items=items, seed=11, rates=RATES_A)
@@ -486,6 +496,7 @@ def test_a_directory_that_is_not_a_run_is_named_in_the_error(tmp_path: Path) -> 
         write_html_report([tmp_path / "missing-dir"], tmp_path / "r.html")
 
 
+@pytest.mark.full_data
 def test_the_file_makes_no_external_requests(tmp_path: Path, fixture_benchmark: str) -> None:
     write_run(tmp_path / "run", model="m", items=tri_he_items(limit=4), seed=12, rates=RATES_A)
     page = write_html_report([tmp_path / "run"], tmp_path / "r.html").read_text()

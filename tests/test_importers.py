@@ -13,9 +13,9 @@ from halluscope.benchmarks.hallusionbench import HallusionBench
 from halluscope.benchmarks.pope import Pope
 from halluscope.importers import detect_external
 from halluscope.responses import ResponsesError
-from tests.paths import SHARED
+from tests.paths import AMBER_EXCERPT, HALLUSIONBENCH_EXCERPT, POPE_EXCERPT, TRI_HE_JSON
 
-POPE_DIR = SHARED / "data" / "pope"
+POPE_DIR = POPE_EXCERPT
 
 
 def _lmms_row(doc_id: int, doc: dict[str, object], answer: str) -> dict[str, object]:
@@ -94,7 +94,7 @@ def test_vlmevalkit_prediction_tables(tmp_path: Path, suffix: str) -> None:
 def test_vlmevalkit_hallusionbench_ids_survive_spreadsheet_numbers(tmp_path: Path) -> None:
     import openpyxl
 
-    bench = HallusionBench(SHARED / "data" / "hallusionbench")
+    bench = HallusionBench(HALLUSIONBENCH_EXCERPT)
     path = tmp_path / "M_HallusionBench.xlsx"
     book = openpyxl.Workbook()
     sheet = book.active
@@ -106,7 +106,7 @@ def test_vlmevalkit_hallusionbench_ids_survive_spreadsheet_numbers(tmp_path: Pat
 
 
 def test_generic_id_matching_and_nothing_matching(tmp_path: Path) -> None:
-    bench = Amber(SHARED / "data" / "amber", types=["existence"], limit=2)
+    bench = Amber(AMBER_EXCERPT, types=["existence"], limit=2)
     ids = [s.id for s in bench.samples()]
     path = tmp_path / "amber.csv"
     path.write_text(f"id,question,prediction\n{ids[0]},q,No\n", encoding="utf-8")
@@ -116,10 +116,11 @@ def test_generic_id_matching_and_nothing_matching(tmp_path: Path) -> None:
         bench.read_responses(path, benchmark_ids=set(ids))
 
 
+@pytest.mark.full_data
 def test_any_benchmark_reads_harness_files_by_id_field(tmp_path: Path) -> None:
     from halluscope.benchmarks.tri_he import TriHE
 
-    bench = TriHE(SHARED / "data" / "tri-he" / "tri-he.json", limit=2)
+    bench = TriHE(TRI_HE_JSON, limit=2)
     ids = [s.id for s in bench.samples()]
     path = tmp_path / "samples.jsonl"
     rows = [_lmms_row(0, {"id": ids[0], "question": "q"}, "A dog sits on a bench."),

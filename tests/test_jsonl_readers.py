@@ -13,7 +13,6 @@ from halluscope.models.replay import ReplayModel
 from halluscope.report.rundir import read_records_jsonl
 from halluscope.responses import load_reefknot_responses, load_responses
 from halluscope.runs.respond import read_collected
-from tests.paths import REEFKNOT_DIR
 
 
 def test_responses_file_names_a_torn_last_line_and_keeps_a_complete_one(tmp_path: Path) -> None:
@@ -37,8 +36,8 @@ def test_collected_answers_treat_a_torn_line_as_not_written(tmp_path: Path) -> N
     assert problems and "line 2" in problems[0] and "asked again" in problems[0]
 
 
-def test_reefknot_layout_reports_bad_lines_by_number(tmp_path: Path) -> None:
-    rows = [json.loads(t) for t in (REEFKNOT_DIR / "YESNO.jsonl").read_text().splitlines()[:3]]
+def test_reefknot_layout_reports_bad_lines_by_number(reefknot_dir: Path, tmp_path: Path) -> None:
+    rows = [json.loads(t) for t in (reefknot_dir / "YESNO.jsonl").read_text().splitlines()[:3]]
     for row in rows:
         row["response"] = "yes"
     path = tmp_path / "answers.jsonl"
@@ -51,8 +50,8 @@ def test_reefknot_layout_reports_bad_lines_by_number(tmp_path: Path) -> None:
     assert any("line 2" in p for p in replay.problems)
 
 
-def test_official_reefknot_file_with_a_gap_is_refused_with_its_line(tmp_path: Path) -> None:
-    lines = (REEFKNOT_DIR / "VQA.jsonl").read_text().splitlines()[:4]
+def test_official_reefknot_file_with_a_gap_is_refused_with_its_line(reefknot_dir: Path, tmp_path: Path) -> None:
+    lines = (reefknot_dir / "VQA.jsonl").read_text().splitlines()[:4]
     path = tmp_path / "VQA.jsonl"
     path.write_text("\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:]) + "\n")
     with pytest.raises(ReefknotDataError, match=r"VQA\.jsonl line 3: empty line"):

@@ -25,7 +25,7 @@ from halluscope.llm.client import (
     resolve_base_urls,
 )
 from halluscope.runs.respond import RESPOND_META_FILE, RESPONSES_FILE
-from tests.paths import TRI_HE_JSON
+from tests.layouts import tri_he_layout
 from tests.scripted_server import Reply, ScriptedServer, completion, error
 
 MESSAGES = [{"role": "user", "content": "Is there a cat?"}]
@@ -162,7 +162,7 @@ def test_respond_takes_base_url_more_than_once_and_records_the_list(tmp_path: Pa
     with ScriptedServer(responder=_echo()) as a, ScriptedServer(responder=_echo()) as b:
         out = tmp_path / "out"
         result = CliRunner().invoke(app, [
-            "respond", "-b", "tri-he", "--data", str(TRI_HE_JSON), "--limit", "4",
+            "respond", "-b", "tri-he", "--data", str(tri_he_layout()), "--limit", "4",
             "-m", "openai/vlm?text_only=true", "--base-url", a.base_url, "--base-url", b.base_url,
             "--concurrency", "1", "--out", str(out), "--no-cache", "-q",
         ])  # fmt: skip

@@ -18,7 +18,8 @@ import pytest
 
 from halluscope.llm.offline import PACKAGED_MODEL_NAME, llama_server
 from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPONSES_FILE
-from tests.paths import REPO_ROOT, TRI_HE_JSON
+from tests.layouts import tri_he_layout
+from tests.paths import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +40,7 @@ def test_respond_on_two_servers_survives_one_being_killed(tmp_path: Path) -> Non
         out = tmp_path / "out"
         command = [
             sys.executable, "-m", "halluscope.cli.main", "respond",
-            "--benchmark", "tri-he", "--data", str(TRI_HE_JSON), "--limit", str(ITEMS),
+            "--benchmark", "tri-he", "--data", str(tri_he_layout()), "--limit", str(ITEMS),
             "--model", f"openai/{PACKAGED_MODEL_NAME}?text_only=true&timeout_s=600",
             "--base-url", first.base_url, "--base-url", second.base_url,
             "--concurrency", "2", "--max-tokens", "16", "--out", str(out), "--no-cache", "--quiet",

@@ -20,7 +20,7 @@ from halluscope.cache import content_key
 from halluscope.llm.client import ChatClient, _hash_inline_data
 from halluscope.responses import write_responses
 from halluscope.types import Response
-from tests.paths import TRI_HE_JSON
+from tests.layouts import tri_he_layout
 
 TIMEOUT_S = 600
 
@@ -34,13 +34,13 @@ def no_model_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def run(tmp_path: Path, base_url: str, *extra: str) -> Any:
     from halluscope.cli.main import app
 
-    bench = TriHE(TRI_HE_JSON, limit=1)
+    bench = TriHE(tri_he_layout(), limit=1)
     (sample,) = bench.samples()
     responses = write_responses(
         tmp_path / "answers.jsonl", [Response(id=sample.id, response="A man is using a laptop.")]
     )
     args = [
-        "run", "-b", "tri-he", "--data", str(TRI_HE_JSON), "-r", str(responses), "--limit", "1",
+        "run", "-b", "tri-he", "--data", str(tri_he_layout()), "-r", str(responses), "--limit", "1",
         "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache.sqlite"), "--quiet",
         "--base-url", base_url, *extra,
     ]  # fmt: skip

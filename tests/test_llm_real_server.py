@@ -69,6 +69,7 @@ async def test_llm_extractor_on_a_real_server(llama_server: str) -> None:
         assert len(set(claims)) == len(claims), "duplicates must be removed"
 
 
+@pytest.mark.full_data
 @pytest.mark.parametrize("mode", ["per-claim", "batched"])
 async def test_llm_judge_on_a_real_server(llama_server: str, mode: str) -> None:
     scene = scene_from_entry(IMAGE_ID, load_tri_he(TRI_HE_JSON)[IMAGE_ID])

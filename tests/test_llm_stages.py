@@ -218,6 +218,7 @@ CLAIMS = [
 ]
 
 
+@pytest.mark.full_data
 async def test_per_claim_judge_sends_facts_and_one_claim_per_call(
     scripted_server: ScriptedServer, scene: SceneGraph
 ) -> None:
@@ -255,6 +256,7 @@ async def test_per_claim_judge_sends_facts_and_one_claim_per_call(
     assert verdicts[3].evidence == [] and "probably" in (verdicts[3].explanation or "")
 
 
+@pytest.mark.full_data
 async def test_batched_judge_makes_one_json_call_per_answer(
     scripted_server: ScriptedServer, scene: SceneGraph
 ) -> None:
@@ -288,6 +290,7 @@ async def test_batched_judge_makes_one_json_call_per_answer(
     assert [v.label for v in second] == [VerdictLabel.UNJUDGED] * 2, "wrong JSON must never become a verdict"
 
 
+@pytest.mark.full_data
 async def test_a_failed_judge_call_fails_the_answer_and_a_bad_request_stops_the_run(
     scripted_server: ScriptedServer, scene: SceneGraph
 ) -> None:
@@ -308,6 +311,7 @@ async def test_a_failed_judge_call_fails_the_answer_and_a_bad_request_stops_the_
     await judge.aclose()
 
 
+@pytest.mark.full_data
 async def test_judge_stops_on_auth_failure(scripted_server: ScriptedServer, scene: SceneGraph) -> None:
     scripted_server.responder = lambda body: error(403, "forbidden")
     judge = LLMJudge(model="m", base_url=scripted_server.base_url, mode="batched")
@@ -343,6 +347,7 @@ def test_judge_options_are_checked() -> None:
     assert plain != batched
 
 
+@pytest.mark.full_data
 async def test_batched_judge_can_do_without_response_format(
     scripted_server: ScriptedServer, scene: SceneGraph
 ) -> None:

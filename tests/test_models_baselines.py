@@ -15,6 +15,7 @@ from halluscope.models.baselines import SceneMissingError
 from halluscope.models.openai import OpenAIModel
 from halluscope.models.spec import create_model
 from halluscope.runs.respond import build_request, collect_responses
+from tests.layouts import tri_he_layout
 from tests.paths import TRI_HE_JSON
 from tests.scripted_server import Reply, ScriptedServer, completion
 
@@ -28,7 +29,7 @@ def _echo(seen: list[Any]) -> Any:
 
 
 async def test_blind_sends_only_text_and_the_question() -> None:
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=1)
     sample = next(bench.samples())
     seen: list[Any] = []
     with ScriptedServer(responder=_echo(seen)) as server:
@@ -42,6 +43,7 @@ async def test_blind_sends_only_text_and_the_question() -> None:
     assert result.metadata["baseline"] == "blind"
 
 
+@pytest.mark.full_data
 async def test_scene_oracle_sends_the_scene_graph_as_text() -> None:
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
     sample = next(bench.samples())
@@ -69,7 +71,7 @@ async def test_scene_oracle_without_scene_is_a_per_sample_failure(tmp_path: Path
 
 
 async def test_baselines_share_the_cache_per_prompt(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=3)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=3)
     cache = Cache(tmp_path / "cache.sqlite")
     seen: list[Any] = []
     with ScriptedServer(responder=_echo(seen)) as server:
@@ -94,7 +96,7 @@ async def test_scene_oracle_hallucinates_less_than_blind_on_llama_server(
     from halluscope.judges import JUDGES
     from halluscope.runs.runner import run_benchmark_async
 
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=4)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=4)
     cache = Cache(tmp_path / "cache.sqlite")
     ctx = ScoringContext(
         cache=cache,

@@ -17,10 +17,10 @@ from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.images import ImageError, decode_data_url, image_data_url, resize_to_max_side
 from halluscope.models.openai import OpenAIModel, option_probabilities
 from halluscope.models.spec import create_model
-from tests.paths import TRI_HE_IMAGES
+from tests.paths import TRI_HE_IMAGES_EXCERPT
 from tests.scripted_server import Reply, ScriptedServer, completion, error
 
-IMAGE = TRI_HE_IMAGES / "2374892.jpg"
+IMAGE = TRI_HE_IMAGES_EXCERPT / "2374892.jpg"  # a Visual Genome photo (CC BY 4.0), committed
 
 
 def test_resize_keeps_aspect_and_never_enlarges() -> None:

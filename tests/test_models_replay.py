@@ -13,7 +13,7 @@ from halluscope.cache import Cache
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.replay import ReplayError, ReplayModel, detect_format
 from halluscope.models.spec import create_model
-from tests.paths import HQH_DIR, REEFKNOT_DIR, TRI_HE_JSON
+from tests.paths import HQH_DIR
 
 
 def _replay(path: Path, query: str = "") -> ReplayModel:
@@ -26,8 +26,8 @@ async def _answer(model: ReplayModel, sample_id: str) -> Any:
     return await model.generate(GenerateRequest(messages=[ChatTurn(text="q")], sample_id=sample_id))
 
 
-def _tri_he_with_answers(tmp_path: Path, keys: dict[str, Any], images: int = 2) -> Path:
-    raw = json.loads(TRI_HE_JSON.read_text())
+def _tri_he_with_answers(tri_he_json: Path, tmp_path: Path, keys: dict[str, Any], images: int = 2) -> Path:
+    raw = json.loads(tri_he_json.read_text())
     kept = dict(list(raw.items())[:images])
     for image_id, entry in kept.items():
         for index, instance in enumerate(entry["instance"]):
@@ -57,9 +57,9 @@ async def test_halluscope_jsonl_with_claims(tmp_path: Path) -> None:
         await _answer(model, "zzz")
 
 
-async def test_tri_he_layout_with_answer_key_and_extracted_triplets(tmp_path: Path) -> None:
+async def test_tri_he_layout_with_answer_key_and_extracted_triplets(tri_he_json: Path, tmp_path: Path) -> None:
     path = _tri_he_with_answers(
-        tmp_path,
+        tri_he_json, tmp_path,
         {
             "llava-1.5-7b": lambda i, k: f"answer {i} {k}",
             "llava-1.5-7b_triplets": lambda i, k: [["lamp", "is", "on"], "(man, sits at, desk)"],
@@ -76,15 +76,15 @@ async def test_tri_he_layout_with_answer_key_and_extracted_triplets(tmp_path: Pa
     assert "claims" not in (await _answer(plain, f"{image_id}-1")).metadata
 
 
-def test_tri_he_layout_needs_a_key_when_ambiguous(tmp_path: Path) -> None:
-    path = _tri_he_with_answers(tmp_path, {"llava": lambda i, k: "a", "minigpt4": lambda i, k: "b"})
+def test_tri_he_layout_needs_a_key_when_ambiguous(tri_he_json: Path, tmp_path: Path) -> None:
+    path = _tri_he_with_answers(tri_he_json, tmp_path, {"llava": lambda i, k: "a", "minigpt4": lambda i, k: "b"})
     with pytest.raises(ReplayError, match=r"llava, minigpt4.*\?key=<field>"):
         _replay(path)
     assert _replay(path, "?key=minigpt4").data.answers
 
 
-async def test_reefknot_jsonl_with_yes_no_probabilities(tmp_path: Path) -> None:
-    lines = (REEFKNOT_DIR / "YESNO.jsonl").read_text().splitlines()[:6]
+async def test_reefknot_jsonl_with_yes_no_probabilities(reefknot_dir: Path, tmp_path: Path) -> None:
+    lines = (reefknot_dir / "YESNO.jsonl").read_text().splitlines()[:6]
     out = []
     for number, line in enumerate(lines):
         row = json.loads(line)
@@ -102,15 +102,15 @@ async def test_reefknot_jsonl_with_yes_no_probabilities(tmp_path: Path) -> None:
     assert result.metadata["no_prob"] == 0.7
 
 
-def test_reefknot_unanswered_official_file_is_rejected(tmp_path: Path) -> None:
+def test_reefknot_unanswered_official_file_is_rejected(reefknot_dir: Path, tmp_path: Path) -> None:
     path = tmp_path / "Multichoice.jsonl"
-    path.write_text("\n".join((REEFKNOT_DIR / "Multichoice.jsonl").read_text().splitlines()[:4]) + "\n")
+    path.write_text("\n".join((reefknot_dir / "Multichoice.jsonl").read_text().splitlines()[:4]) + "\n")
     with pytest.raises(ReplayError, match="is this the unanswered official file"):
         _replay(path)
 
 
-async def test_reefknot_multichoice_ids(tmp_path: Path) -> None:
-    rows = [json.loads(x) for x in (REEFKNOT_DIR / "Multichoice.jsonl").read_text().splitlines()[:3]]
+async def test_reefknot_multichoice_ids(reefknot_dir: Path, tmp_path: Path) -> None:
+    rows = [json.loads(x) for x in (reefknot_dir / "Multichoice.jsonl").read_text().splitlines()[:3]]
     for row in rows:
         row["response"] = "B"
     path = tmp_path / "mcq.jsonl"
@@ -118,6 +118,7 @@ async def test_reefknot_multichoice_ids(tmp_path: Path) -> None:
     assert _replay(path).ids() == {"mcq-0", "mcq-1", "mcq-2"}
 
 
+@pytest.mark.full_data
 async def test_hqh_answers(tmp_path: Path) -> None:
     items = json.loads((HQH_DIR / "HQH.json").read_text())[:5]
     for item in items:

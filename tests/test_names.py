@@ -106,6 +106,7 @@ def test_narrower_flag_says_the_claim_is_more_specific(matcher: NameMatcher) -> 
     assert broader is not None and broader[2] is False
 
 
+@pytest.mark.full_data
 def test_find_in_a_real_tri_he_scene(matcher: NameMatcher, desk_scene: SceneGraph) -> None:
     lamp = matcher.find_in_scene("a lamp", desk_scene)
     assert lamp is not None and lamp.key == "lamp" and lamp.kind == MatchKind.HEAD
@@ -121,12 +122,14 @@ def test_find_in_a_real_tri_he_scene(matcher: NameMatcher, desk_scene: SceneGrap
     assert keys[:2] == ["person", "man"]
 
 
+@pytest.mark.full_data
 def test_conjunction_needs_every_part(matcher: NameMatcher, desk_scene: SceneGraph) -> None:
     assert matcher.find_all_in_scene("books and a lamp", desk_scene)
     assert not matcher.find_all_in_scene("books and zebras", desk_scene)
     assert matcher.find_all_in_scene("books or zebras", desk_scene)
 
 
+@pytest.mark.full_data
 def test_negated_names_are_not_found(matcher: NameMatcher, desk_scene: SceneGraph) -> None:
     assert matcher.find_in_scene("no lamp", desk_scene) is None
 
@@ -139,6 +142,7 @@ def test_scene_index_follows_changes_to_the_scene(matcher: NameMatcher) -> None:
     assert found is not None and found.key == "zebra"
 
 
+@pytest.mark.full_data
 def test_lookups_are_cached(matcher: NameMatcher, desk_scene: SceneGraph) -> None:
     matcher.find_all_in_scene("the red lamp", desk_scene)
     before = matcher.head_nouns.cache_info()

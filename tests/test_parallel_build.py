@@ -21,6 +21,7 @@ from tests.paths import HQH_DIR, REEFKNOT_DIR, TRI_HE_JSON
 from tests.scripted_server import ScriptedServer, completion, error
 
 
+@pytest.mark.full_data
 def test_reefknot_yes_no_and_choices_build_with_zero_verification_problems(tmp_path: Path) -> None:
     out = tmp_path / "parallel"
     result = CliRunner().invoke(app, ["build", "parallel", "--benchmark", "reefknot", "--data", str(REEFKNOT_DIR),
@@ -64,6 +65,7 @@ def test_reefknot_yes_no_and_choices_build_with_zero_verification_problems(tmp_p
     assert any(p.startswith("yesno-5 (from yesno-") and "opposite" in p for p in problems)
 
 
+@pytest.mark.full_data
 def test_parallel_form_runs_like_any_benchmark(tmp_path: Path) -> None:
     out = tmp_path / "parallel"
     asyncio.run(build_parallel("reefknot", REEFKNOT_DIR, out, tasks=["yesno", "mcq"]))
@@ -86,6 +88,7 @@ def test_parallel_form_runs_like_any_benchmark(tmp_path: Path) -> None:
     assert metrics["halr_mcq"] == 0.0
 
 
+@pytest.mark.full_data
 @pytest.mark.parametrize("benchmark", ["tri-he", "hqh"])
 def test_open_prompts_are_paraphrased_keeping_ids_and_answers(tmp_path: Path, benchmark: str) -> None:
     data = TRI_HE_JSON if benchmark == "tri-he" else HQH_DIR
@@ -125,6 +128,7 @@ def _tiny_hqh(tmp_path: Path, n: int) -> Path:
     return folder
 
 
+@pytest.mark.full_data
 def test_llm_paraphraser_falls_back_to_templates_on_bad_replies(tmp_path: Path,
                                                                  scripted_server: ScriptedServer) -> None:
     data = _tiny_hqh(tmp_path, 3)
@@ -148,6 +152,7 @@ def test_llm_paraphraser_falls_back_to_templates_on_bad_replies(tmp_path: Path,
     assert built.counts["llm paraphrase rejected: endpoint failed (LLMBadRequestError)"] == 1  # type: ignore[attr-defined]
 
 
+@pytest.mark.full_data
 @pytest.mark.slow
 def test_llm_paraphraser_on_the_real_server(tmp_path: Path, llama_server: str) -> None:
     from halluscope.llm.offline import PACKAGED_MODEL_NAME

@@ -14,9 +14,8 @@ from halluscope.benchmarks.pope import Pope, pope_paper_rule
 from halluscope.cache import Cache
 from halluscope.runs.runner import run_benchmark
 from halluscope.types import Response
-from tests.paths import SHARED
-
-POPE_DIR = SHARED / "data" / "pope"
+from tests.paths import POPE_DIR as POPE_FULL
+from tests.paths import POPE_EXCERPT as POPE_DIR
 
 TRICKY = [
     "Yes, there is a dog in the image.",
@@ -87,8 +86,9 @@ def _answers_for(rows: list[dict[str, object]]) -> list[str]:
     return [TRICKY[i % len(TRICKY)] if i % 3 == 0 else str(r["label"]).capitalize() + "." for i, r in enumerate(rows)]
 
 
-def test_paper_metrics_equal_the_official_script_on_a_real_set(tmp_path: Path) -> None:
-    bench = Pope(POPE_DIR, sources=["gqa"], settings=["adversarial"], mode="paper")
+@pytest.mark.parametrize(("data", "size"), [(POPE_DIR, 60), pytest.param(POPE_FULL, 3000, marks=pytest.mark.full_data)])
+def test_paper_metrics_equal_the_official_script_on_a_real_set(tmp_path: Path, data: Path, size: int) -> None:
+    bench = Pope(data, sources=["gqa"], settings=["adversarial"], mode="paper")
     rows = bench.rows[("gqa", "adversarial")]
     answers = _answers_for(rows)
     responses = {
@@ -100,7 +100,7 @@ def test_paper_metrics_equal_the_official_script_on_a_real_set(tmp_path: Path) -
     for key, value in expected.items():
         assert report.metrics[f"paper_{key}"] == pytest.approx(100 * value)
         assert report.metrics[key] == pytest.approx(100 * value)  # mode=paper: the headline is paper
-    assert report.counts["scored"] == 3000
+    assert report.counts["scored"] == size
     assert report.counts["mode_disagreements"] > 0
     assert set(report.groups) == {"gqa/adversarial"}
 

@@ -361,6 +361,7 @@ def test_verify_names_each_programs_outcome(tmp_path: Path, embedder: Embedder, 
     assert "Graph" in (rows[2].detail or "")
 
 
+@pytest.mark.full_data
 def test_verify_command_on_tri_he_graphs(tmp_path: Path) -> None:
     qa = tmp_path / "qa.jsonl"
     lines = [
@@ -383,6 +384,7 @@ def test_verify_command_on_tri_he_graphs(tmp_path: Path) -> None:
     assert [r["outcome"] for r in data["rows"]] == ["ok", "ok", "missing_graph"]
 
 
+@pytest.mark.full_data
 def test_build_with_the_real_packaged_llm(
     llama_server: str, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
 ) -> None:
@@ -411,6 +413,7 @@ def test_build_with_the_real_packaged_llm(
     assert all(p["stage"] in ("program_failed", "wrong_answer", "filtered", "kept") for p in saved["pairs"])
 
 
+@pytest.mark.full_data
 def test_unknown_image_id_is_named(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app,

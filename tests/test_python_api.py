@@ -17,7 +17,8 @@ import halluscope
 from halluscope.api import EvaluationError
 from halluscope.cli.main import app
 from halluscope.types import Response, SampleRecord
-from tests.paths import REEFKNOT_DIR, REPO_ROOT, SHARED
+from tests.layouts import reefknot_layout
+from tests.paths import REPO_ROOT, SHARED
 
 ANSWERS = ["Yes.", "No, it is not.", "yes", "I cannot tell.", "No", "Sure! Yes, it is."]
 N = 30
@@ -41,21 +42,21 @@ def test_evaluate_writes_the_same_metrics_as_the_cli(tmp_path: Path) -> None:
     cli_out = tmp_path / "cli"
     result = CliRunner().invoke(
         app,
-        ["run", "-b", "reefknot", "--data", str(REEFKNOT_DIR), "--bench-opt", "tasks=yesno", "--limit", str(N),
+        ["run", "-b", "reefknot", "--data", str(reefknot_layout()), "--bench-opt", "tasks=yesno", "--limit", str(N),
          "-r", str(answers_file), "--out", str(cli_out), "--no-cache", "-q"],
     )
     assert result.exit_code == 0, result.output
 
     from_file = halluscope.evaluate(
-        "reefknot", data=REEFKNOT_DIR, responses=answers_file, out=tmp_path / "api-file",
+        "reefknot", data=reefknot_layout(), responses=answers_file, out=tmp_path / "api-file",
         bench_options={"tasks": "yesno"}, limit=N, cache=False,
     )
     in_memory = halluscope.evaluate(
-        "reefknot", data=REEFKNOT_DIR, responses=_answers(), out=tmp_path / "api-memory",
+        "reefknot", data=reefknot_layout(), responses=_answers(), out=tmp_path / "api-memory",
         bench_options={"tasks": "yesno"}, limit=N, cache=False,
     )
     as_dicts = halluscope.evaluate(
-        "reefknot", data=str(REEFKNOT_DIR), responses=[r.model_dump() for r in _answers()],
+        "reefknot", data=str(reefknot_layout()), responses=[r.model_dump() for r in _answers()],
         bench_options={"tasks": "yesno"}, limit=N, cache=False,
     )
     expected = _metrics(cli_out)
@@ -84,13 +85,13 @@ def test_evaluate_inside_a_running_event_loop(tmp_path: Path) -> None:
     async def notebook_cell() -> halluscope.EvaluationResult:
         asyncio.get_running_loop()
         return halluscope.evaluate(
-            "reefknot", data=REEFKNOT_DIR, responses=_answers()[:4], out=tmp_path / "in-loop",
+            "reefknot", data=reefknot_layout(), responses=_answers()[:4], out=tmp_path / "in-loop",
             bench_options={"tasks": "yesno"}, limit=4, cache=False,
         )
 
     result = asyncio.run(notebook_cell())
     outside = halluscope.evaluate(
-        "reefknot", data=REEFKNOT_DIR, responses=_answers()[:4], out=tmp_path / "outside",
+        "reefknot", data=reefknot_layout(), responses=_answers()[:4], out=tmp_path / "outside",
         bench_options={"tasks": "yesno"}, limit=4, cache=False,
     )
     assert result.counts["samples"] == 4 and result.counts["scored"] == 3  # "I cannot tell." is unanswered
@@ -99,23 +100,24 @@ def test_evaluate_inside_a_running_event_loop(tmp_path: Path) -> None:
 
 def test_evaluate_reports_bad_set_ups_clearly(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="judge_opts"):
-        halluscope.evaluate("reefknot", data=REEFKNOT_DIR, responses=[], judge_opts={})
+        halluscope.evaluate("reefknot", data=reefknot_layout(), responses=[], judge_opts={})
     with pytest.raises(EvaluationError, match="exactly one of"):
-        halluscope.evaluate("reefknot", data=REEFKNOT_DIR)
+        halluscope.evaluate("reefknot", data=reefknot_layout())
     with pytest.raises(EvaluationError, match="no-such-bench"):
         halluscope.evaluate("no-such-bench", responses=[])
     with pytest.raises(EvaluationError, match=r"responses\[1\]"):
-        halluscope.evaluate("reefknot", data=REEFKNOT_DIR, responses=[{"id": "yesno-0", "response": "y"}, 3])
+        halluscope.evaluate("reefknot", data=reefknot_layout(), responses=[{"id": "yesno-0", "response": "y"}, 3])
     # Yes/no items use no judge: a judge given for them is refused, as `halluscope run` refuses it.
     with pytest.raises(EvaluationError, match="uses no judge"):
         halluscope.evaluate(
-            "reefknot", data=REEFKNOT_DIR, responses=_answers()[:2], judge="nope",
+            "reefknot", data=reefknot_layout(), responses=_answers()[:2], judge="nope",
             bench_options={"tasks": "yesno"}, limit=2, out=tmp_path / "bad-judge", cache=False,
         )
     with pytest.raises(EvaluationError, match="not a halluscope run directory"):
         halluscope.load_run(tmp_path / "bad-judge")
 
 
+@pytest.mark.full_data
 def test_readme_python_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Python\n", 1)[1]

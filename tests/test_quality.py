@@ -20,13 +20,14 @@ from halluscope.quality.simulate import predicted_reliability, run_population
 from halluscope.runs.store import rewrite_records
 from halluscope.stages import ScoringContext
 from halluscope.types import JudgedClaim, MetricsReport, SampleRecord
+from tests.layouts import reefknot_layout
 from tests.paths import REEFKNOT_DIR
 
 
 def population(tmp: Path, n_items: int, n_models: int, seeds: tuple[int, ...] = (1, 2), *,
-               rng_seed: int = 0, low: float = 0.05, high: float = 0.45) -> dict[str, float]:
+               rng_seed: int = 0, low: float = 0.05, high: float = 0.45, data: Path | None = None) -> dict[str, float]:
     """Simulated models with known true rates, run once per sampling seed into tmp/seed<k>/<model>."""
-    bench = Reefknot(REEFKNOT_DIR, tasks=["yesno"], limit=n_items)
+    bench = Reefknot(data or reefknot_layout(), tasks=["yesno"], limit=n_items)
     rng = random.Random(rng_seed)
     rates = {f"m{i:02d}": rng.uniform(low, high) for i in range(n_models)}
     ctx = ScoringContext(cache=Cache(None))
@@ -45,10 +46,11 @@ def constructed_run(directory: Path, benchmark: str, records: list[SampleRecord]
     return directory
 
 
+@pytest.mark.full_data
 def test_simulated_population_recovers_the_predicted_reliability(tmp_path: Path) -> None:
     estimates = {}
-    for n_items in (10, 200):
-        rates = population(tmp_path / str(n_items), n_items, 24, rng_seed=n_items)
+    for n_items in (10, 200):  # 200 yes/no items: more than the synthetic stand-in holds
+        rates = population(tmp_path / str(n_items), n_items, 24, rng_seed=n_items, data=REEFKNOT_DIR)
         report = assess([str(tmp_path / str(n_items) / "seed1")], "halr_yesno",
                         retest=[str(tmp_path / str(n_items) / "seed2")], resamples=1000)
         (measure,) = report.correlations
@@ -225,12 +227,12 @@ def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
     from halluscope.build.parallel import build_parallel
 
     parallel_data = tmp_path / "parallel-data"
-    asyncio.run(build_parallel("reefknot", REEFKNOT_DIR, parallel_data, tasks=["yesno"]))
+    asyncio.run(build_parallel("reefknot", reefknot_layout(), parallel_data, tasks=["yesno"]))
     rng = random.Random(5)
     rates = {f"m{i:02d}": rng.uniform(0.05, 0.45) for i in range(10)}
     blind = frozenset(name for name, rate in rates.items() if rate < 0.25)  # the best models on the original
     ctx = ScoringContext(cache=Cache(None))
-    for label, data, blind_here in (("original", REEFKNOT_DIR, frozenset()), ("parallel", parallel_data, blind),
+    for label, data, blind_here in (("original", reefknot_layout(), frozenset()), ("parallel", parallel_data, blind),
                                     ("honest", parallel_data, frozenset())):
         bench = Reefknot(data, tasks=["yesno"], limit=100)
         seed = 1 if label == "original" else 2  # independent answers on the two forms

@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 from halluscope.cli.main import app
 from halluscope.jsonio import iter_jsonl
-from tests.paths import REEFKNOT_DIR, TRI_HE_JSON
 
 
 def _run(*args: str) -> None:
@@ -30,12 +29,12 @@ def _metrics(run_dir: Path) -> dict[str, Any]:
 
 
 @pytest.fixture()
-def small_reefknot(tmp_path: Path) -> Path:
-    """The first 40 yes/no and 20 multiple-choice lines of the official files, as a benchmark folder."""
+def small_reefknot(reefknot_dir: Path, tmp_path: Path) -> Path:
+    """The first 40 yes/no and 20 multiple-choice lines of the files, as a benchmark folder."""
     folder = tmp_path / "reefknot"
     folder.mkdir()
     for name, count in (("YESNO.jsonl", 40), ("Multichoice.jsonl", 20)):
-        lines = (REEFKNOT_DIR / name).read_text(encoding="utf-8").splitlines()[:count]
+        lines = (reefknot_dir / name).read_text(encoding="utf-8").splitlines()[:count]
         (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
 
@@ -104,9 +103,9 @@ def test_reefknot_folder_of_answer_files_replays_too(tmp_path: Path, small_reefk
     assert _metrics(tmp_path / "b")["counts"]["scored"] == 60
 
 
-def test_tri_he_file_scores_the_same_through_responses_and_replay(tmp_path: Path) -> None:
+def test_tri_he_file_scores_the_same_through_responses_and_replay(tri_he_json: Path, tmp_path: Path) -> None:
     """Pre-extracted triplets under ``<key>_triplets`` are the claims both ways (never re-extracted)."""
-    raw = json.loads(TRI_HE_JSON.read_text(encoding="utf-8"))
+    raw = json.loads(tri_he_json.read_text(encoding="utf-8"))
     image_ids = list(raw)[:1]
     data = tmp_path / "tri-he.json"
     data.write_text(json.dumps({i: raw[i] for i in image_ids}), encoding="utf-8")

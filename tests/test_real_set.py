@@ -34,6 +34,7 @@ def judge() -> TypedJudge:
     return TypedJudge(model="off")
 
 
+@pytest.mark.full_data
 def test_the_packaged_set_is_what_the_docs_say() -> None:
     answers = load_real_set()
     assert 40 <= len(answers) <= 80
@@ -81,6 +82,7 @@ def _verdict(judge: TypedJudge, scene: SceneGraph, *parts: str) -> Any:
     return result[0]
 
 
+@pytest.mark.full_data
 def test_three_way_support_separates_contradiction_from_silence(
     judge: TypedJudge, scenes: dict[str, SceneGraph]
 ) -> None:
@@ -120,6 +122,7 @@ def test_metrics_lead_with_the_contradicted_rate() -> None:
     assert answer_rate(record) == 25.0 and answer_rate(record, "paper") == 75.0
 
 
+@pytest.mark.full_data
 def test_the_default_offline_configuration_tracks_the_labels(
     judge: TypedJudge, scenes: dict[str, SceneGraph], tmp_path: Path
 ) -> None:
@@ -155,6 +158,7 @@ def test_the_default_offline_configuration_tracks_the_labels(
     assert hand.all.recall is not None and hand.all.recall > 0.5
 
 
+@pytest.mark.full_data
 def test_validate_judge_set_real_prints_and_writes(tmp_path: Path) -> None:
     from halluscope.cli.main import app
 

@@ -44,6 +44,7 @@ def ctx() -> ScoringContext:
     return ScoringContext(cache=Cache(None))
 
 
+@pytest.mark.full_data
 def test_official_counts_ids_and_twins(samples: dict[str, Sample]) -> None:
     tasks = Counter(s.metadata["task"] for s in samples.values())
     assert tasks == {"yesno": 9740, "mcq": 6950, "vqa": 4870}
@@ -67,6 +68,7 @@ def test_official_counts_ids_and_twins(samples: dict[str, Sample]) -> None:
     assert samples["vqa-1"].metadata["copula"] == "are"
 
 
+@pytest.mark.full_data
 def test_selection_by_task_relation_type_and_limit() -> None:
     bench = BENCHMARKS.create(
         "reefknot", data=REEFKNOT_DIR, tasks="yesno,vqa", relation_types="perceptive", limit=11
@@ -94,6 +96,7 @@ def test_bad_data_is_named(tmp_path: Path) -> None:
         list(bench.samples())
 
 
+@pytest.mark.full_data
 def test_visual_genome_images_are_found_in_either_folder(tmp_path: Path) -> None:
     (tmp_path / "VG_100K").mkdir()
     (tmp_path / "VG_100K_2").mkdir()
@@ -106,6 +109,7 @@ def test_visual_genome_images_are_found_in_either_folder(tmp_path: Path) -> None
     assert found["vqa-0"] is None  # not on disk: fine when responses are supplied
 
 
+@pytest.mark.full_data
 async def test_both_modes_on_the_official_rules_known_failures(
     official: Reefknot, samples: dict[str, Sample]
 ) -> None:
@@ -146,6 +150,7 @@ async def test_both_modes_on_the_official_rules_known_failures(
     assert report.details["modes"]["paper"]["halr_yesno"] == pytest.approx(100 * 2 / 3)
 
 
+@pytest.mark.full_data
 async def test_paper_mode_makes_the_official_rule_the_score(samples: dict[str, Sample]) -> None:
     paper = Reefknot(data=REEFKNOT_DIR, mode="paper", entailment=FunctionEntailment(exact_match))
     records = await paper.score_many(
@@ -171,6 +176,7 @@ def write_reefknot_lines(
             handle.write(json.dumps(row) + "\n")
 
 
+@pytest.mark.full_data
 def test_reefknot_layout_responses_match_by_line_or_by_content(tmp_path: Path, official: Reefknot) -> None:
     yes_no = REEFKNOT_DIR / "YESNO.jsonl"
     in_order = tmp_path / "YESNO.jsonl"
@@ -215,6 +221,7 @@ def test_reefknot_layout_responses_match_by_line_or_by_content(tmp_path: Path, o
     assert set(partial.responses) == {"yesno-0"}
 
 
+@pytest.mark.full_data
 def test_unanswered_reefknot_files_and_format_detection(tmp_path: Path) -> None:
     assert is_reefknot_jsonl(REEFKNOT_DIR / "VQA.jsonl")
     ours = tmp_path / "ours.jsonl"
@@ -224,6 +231,7 @@ def test_unanswered_reefknot_files_and_format_detection(tmp_path: Path) -> None:
         load_reefknot_responses(REEFKNOT_DIR / "VQA.jsonl")
 
 
+@pytest.mark.full_data
 def test_probabilities_in_responses_give_entropy_on_records(
     official: Reefknot, samples: dict[str, Sample]
 ) -> None:
@@ -233,6 +241,7 @@ def test_probabilities_in_responses_give_entropy_on_records(
     assert record.entropy == pytest.approx(1.0)  # type: ignore[attr-defined]
 
 
+@pytest.mark.full_data
 def test_a_full_run_writes_reefknot_metrics(tmp_path: Path) -> None:
     bench = Reefknot(data=REEFKNOT_DIR, limit=30, entailment=FunctionEntailment(exact_match))
     answers = {}

@@ -46,6 +46,7 @@ def tri_he_build() -> BuiltReefknot:
     return build_reefknot(graphs, BuildOptions(orient=True, seed=0))
 
 
+@pytest.mark.full_data
 def test_tri_he_build_counts_and_balance(tri_he_build: BuiltReefknot) -> None:
     counts = tri_he_build.counts()
     assert set(counts) == {f"{t}/{c}" for t in ("yesno", "mcq", "vqa") for c in (PERCEPTION, COGNITIVE)}
@@ -62,6 +63,7 @@ def test_tri_he_build_counts_and_balance(tri_he_build: BuiltReefknot) -> None:
     )
 
 
+@pytest.mark.full_data
 def test_tri_he_build_negatives_are_false_and_mcq_has_one_true_option(tri_he_build: BuiltReefknot) -> None:
     assert verify_build(tri_he_build) == []
     graphs = tri_he_build.graphs
@@ -85,6 +87,7 @@ def test_tri_he_build_negatives_are_false_and_mcq_has_one_true_option(tri_he_bui
         assert parse_mcq_options(row["query_prompt"]) == row["options"]
 
 
+@pytest.mark.full_data
 def test_tri_he_build_loads_as_a_reefknot_benchmark(tri_he_build: BuiltReefknot, tmp_path: Path) -> None:
     images = TRI_HE_JSON.parent / "images"
     tri_he_build.write(tmp_path, images=images, source={"format": "tri-he"})

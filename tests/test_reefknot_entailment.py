@@ -115,6 +115,7 @@ def test_nli_random_model_exercises_the_real_path(tmp_path: Path) -> None:
     assert len(classes) == 3 and all(c in (0, 1, 2) for c in classes)
 
 
+@pytest.mark.full_data
 def test_a_missing_model_fails_vqa_items_not_the_run(tmp_path: Path) -> None:
     bench = Reefknot(data=REEFKNOT_DIR, limit=6)
     samples = {s.id: s for s in bench.samples()}

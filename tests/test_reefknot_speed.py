@@ -32,6 +32,7 @@ def _pairs(samples: list[Sample]) -> list[tuple[Sample, Response | None]]:
     return pairs
 
 
+@pytest.mark.full_data
 def test_fast_path_gives_identical_samples_and_records() -> None:
     bench = Reefknot(data=REEFKNOT_DIR, tasks=["yesno", "mcq"], limit=3000)
     built = list(bench._build_samples())  # the plain generator, no caching, collector running

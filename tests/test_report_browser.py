@@ -55,7 +55,8 @@ CHROMIUM_FLAGS = [
     "--remote-debugging-port=0",
     "--window-size=1280,900",
 ]
-pytestmark = pytest.mark.usefixtures("fixture_benchmark")
+# Both tests render runs of the released Tri-HE questions and images (tri_he_items, fixture_benchmark).
+pytestmark = [pytest.mark.usefixtures("fixture_benchmark"), pytest.mark.full_data]
 
 #: A Tri-HE-sized run must be usable within this time (file fetched, JSON parsed, first page drawn).
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -282,6 +283,7 @@ def requested_urls(page: DevTools) -> list[str]:
 # -- the tests ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.full_data
 def test_report_renders_in_chromium(
     tmp_path: Path,
     browser: Browser,

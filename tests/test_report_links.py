@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from urllib.parse import quote
 
+import pytest
+
 from halluscope.report.html import write_html_report
 from tests.test_html_report import RATES_A, RATES_B, embedded_data, tri_he_items, write_run
 from tests.test_report_browser import Browser, browser, open_report, serve  # noqa: F401 (fixture)
@@ -31,6 +33,7 @@ def _two_runs(tmp_path: Path) -> tuple[list[dict], list[dict]]:  # type: ignore[
     return llava, gpt
 
 
+@pytest.mark.full_data
 def test_deep_links_name_the_run_and_open_its_sample(tmp_path: Path, browser: Browser) -> None:  # noqa: F811
     llava, gpt = _two_runs(tmp_path)
     report = write_html_report([tmp_path / "llava", tmp_path / "gpt4o"], tmp_path / "site" / "report.html")
@@ -65,6 +68,7 @@ def test_deep_links_name_the_run_and_open_its_sample(tmp_path: Path, browser: Br
         page.close()
 
 
+@pytest.mark.full_data
 def test_metric_columns_are_fixed_and_paired(tmp_path: Path) -> None:
     _two_runs(tmp_path)
     for order in ([tmp_path / "llava", tmp_path / "gpt4o"], [tmp_path / "gpt4o", tmp_path / "llava"]):
@@ -83,6 +87,7 @@ def test_metric_columns_are_fixed_and_paired(tmp_path: Path) -> None:
         assert columns.index("hallu_q_with_empty") + 1 == columns.index("hallu_i_with_empty")
 
 
+@pytest.mark.full_data
 def test_unanswered_placeholders_stay_out_of_the_report(tmp_path: Path) -> None:
     items = tri_he_items(limit=60)
     answered = {item["id"] for item in items[:4]}

@@ -27,7 +27,8 @@ from halluscope.runs.respond import (
     collect_responses,
     repair_torn_tail,
 )
-from tests.paths import REPO_ROOT, TRI_HE_JSON
+from tests.layouts import tri_he_layout
+from tests.paths import REPO_ROOT
 from tests.scripted_server import Reply, ScriptedServer, completion, error
 
 
@@ -42,7 +43,7 @@ def _answer_by_question(body: Any) -> Reply:
 
 
 async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=5)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=5)
     samples = list(bench.samples())
     cache = Cache(tmp_path / "cache.sqlite")
     with ScriptedServer(responder=_answer_by_question) as server:
@@ -74,7 +75,7 @@ async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
 
 
 async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=4)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=4)
     samples = list(bench.samples())
     broken = samples[1].prompt
 
@@ -103,7 +104,7 @@ async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> No
 
 
 async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=1)
     with ScriptedServer(responder=_answer_by_question) as server:
         model = create_model(f"openai/model-a?base_url={server.base_url}", cache=Cache(None))
         await collect_responses(bench, model, tmp_path, show_progress=False)
@@ -115,7 +116,7 @@ async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
 
 
 async def test_a_torn_last_line_is_cut_and_its_sample_asked_again(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=3)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=3)
     samples = list(bench.samples())
     with ScriptedServer(responder=_answer_by_question) as server:
         model = create_model(f"openai/vlm?base_url={server.base_url}&text_only=true", cache=Cache(None))
@@ -136,7 +137,7 @@ async def test_a_torn_last_line_is_cut_and_its_sample_asked_again(tmp_path: Path
 def _respond_command(out: Path, base_url: str, limit: int) -> list[str]:
     return [
         sys.executable, "-m", "halluscope.cli.main", "respond",
-        "--benchmark", "tri-he", "--data", str(TRI_HE_JSON), "--limit", str(limit),
+        "--benchmark", "tri-he", "--data", str(tri_he_layout()), "--limit", str(limit),
         "--model", f"openai/vlm?base_url={base_url}&text_only=true",
         "--out", str(out), "--no-cache", "--concurrency", "1", "--quiet",
     ]  # fmt: skip
@@ -175,13 +176,13 @@ def test_respond_killed_midway_resumes_without_duplicates(tmp_path: Path) -> Non
 
 
 def test_cli_respond_with_replay_and_models_listing(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=3)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=3)
     answers = tmp_path / "answers.jsonl"
     rows = [{"id": s.id, "response": f"r{s.id}"} for s in bench.samples()]
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
     runner = CliRunner()
     out = tmp_path / "out"
-    args = ["respond", "-b", "tri-he", "--data", str(TRI_HE_JSON), "--limit", "3",
+    args = ["respond", "-b", "tri-he", "--data", str(tri_he_layout()), "--limit", "3",
             "-m", f"replay/{answers}", "--out", str(out), "--no-cache", "-q"]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output

@@ -136,6 +136,7 @@ async def test_batch_keeps_order_and_fails_per_item(extractor: RulesExtractor) -
     ]
 
 
+@pytest.mark.full_data
 def test_real_tri_he_answers(extractor: RulesExtractor) -> None:
     raw = load_tri_he(TRI_HE_JSON)
     answers = [inst["answer"] for entry in list(raw.values())[:40] for inst in entry["instance"]]

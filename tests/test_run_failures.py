@@ -18,7 +18,7 @@ from halluscope.responses import write_responses
 from halluscope.runs.runner import run_benchmark
 from halluscope.stages import Extractor, Failure, ScoringContext
 from halluscope.types import Claim
-from tests.paths import TRI_HE_JSON
+from tests.layouts import tri_he_layout
 from tests.scripted_server import Reply, ScriptedServer, completion, error
 
 N = 3
@@ -33,7 +33,7 @@ def dead_port() -> int:
 
 
 def responses_file(tmp_path: Path, *, with_claims: bool = True) -> Path:
-    bench = TriHE(TRI_HE_JSON, limit=N)
+    bench = TriHE(tri_he_layout(), limit=N)
     return write_responses(tmp_path / "answers.jsonl", ground_truth_responses(bench, with_claims=with_claims))
 
 
@@ -41,7 +41,7 @@ def run(out: Path, responses: Path, cache: Path, *extra: str) -> Any:
     from halluscope.cli.main import app
 
     args = [
-        "run", "-b", "tri-he", "--data", str(TRI_HE_JSON), "-r", str(responses), "--limit", str(N),
+        "run", "-b", "tri-he", "--data", str(tri_he_layout()), "-r", str(responses), "--limit", str(N),
         "--out", str(out), "--cache", str(cache), "--quiet", *extra,
     ]  # fmt: skip
     return CliRunner().invoke(app, args, terminal_width=200)
@@ -81,7 +81,7 @@ def test_a_dead_judge_endpoint_fails_the_run_and_the_rerun_retries(tmp_path: Pat
 
 
 def test_a_few_judge_failures_are_allowed_up_to_the_stated_share(tmp_path: Path) -> None:
-    bench = TriHE(TRI_HE_JSON, limit=N)
+    bench = TriHE(tri_he_layout(), limit=N)
     answers = ground_truth_responses(bench, with_claims=True)
     # One answer of three carries a claim whose every judge call fails.
     answers[0] = answers[0].model_copy(update={"claims": [Claim.of(("zebra", "on", "moon"))]})
@@ -131,7 +131,7 @@ class DownExtractor(Extractor):
 
 
 def test_an_extractor_failure_marks_the_record_failed_and_is_retried(tmp_path: Path) -> None:
-    bench = TriHE(TRI_HE_JSON, limit=N)
+    bench = TriHE(tri_he_layout(), limit=N)
     answers = {r.id: r for r in ground_truth_responses(bench)}
     ctx = ScoringContext(cache=Cache(None), extractor=DownExtractor())
     from halluscope.runs.runner import StageFailureError

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from halluscope.benchmarks.reefknot import Reefknot
 from halluscope.responses import write_responses
 from halluscope.types import Response
-from tests.paths import REEFKNOT_DIR, TRI_HE_JSON
+from tests.layouts import reefknot_layout, tri_he_layout
 from tests.scripted_server import ScriptedServer, completion
 
 
@@ -38,14 +38,14 @@ def said(result: Any) -> str:
 
 def reefknot_answers(tmp_path: Path, tasks: str) -> Path:
     """Every selected sample answered with its label: right answers in all three forms."""
-    bench = Reefknot(data=REEFKNOT_DIR, tasks=tasks.split(","), limit=6)
+    bench = Reefknot(data=reefknot_layout(), tasks=tasks.split(","), limit=6)
     answers = [Response(id=s.id, response=str(s.reference)) for s in bench.samples()]
     return write_responses(tmp_path / "answers.jsonl", answers)
 
 
 def run_reefknot(tmp_path: Path, tasks: str, *extra: str) -> Any:
     return invoke(
-        "run", "-b", "reefknot", "--data", str(REEFKNOT_DIR), "--bench-opt", f"tasks={tasks}", "--limit", "6",
+        "run", "-b", "reefknot", "--data", str(reefknot_layout()), "--bench-opt", f"tasks={tasks}", "--limit", "6",
         "-r", str(reefknot_answers(tmp_path, tasks)), "--out", str(tmp_path / "run"),
         "--cache", str(tmp_path / "cache.sqlite"), "--quiet", *extra,
     )  # fmt: skip
@@ -102,7 +102,7 @@ def test_the_old_vqa_judge_options_say_where_they_went(tmp_path: Path) -> None:
 
 
 def test_options_of_the_path_not_taken_are_errors(tmp_path: Path) -> None:
-    base = ["run", "-b", "tri-he", "--data", str(TRI_HE_JSON), "--limit", "2", "--out", str(tmp_path / "r")]
+    base = ["run", "-b", "tri-he", "--data", str(tri_he_layout()), "--limit", "2", "--out", str(tmp_path / "r")]
     answers = write_responses(tmp_path / "a.jsonl", [Response(id="x", response="y")])
     result = invoke(*base, "-r", str(answers), "--max-tokens", "64", "--model-opt", "k=v")
     assert result.exit_code == 2
@@ -114,7 +114,7 @@ def test_options_of_the_path_not_taken_are_errors(tmp_path: Path) -> None:
 @pytest.mark.parametrize("command", ["run", "respond"])
 def test_two_models_are_refused_not_narrowed_to_the_last(tmp_path: Path, command: str) -> None:
     result = invoke(
-        command, "-b", "tri-he", "--data", str(TRI_HE_JSON), "--limit", "2", "--out", str(tmp_path / "r"),
+        command, "-b", "tri-he", "--data", str(tri_he_layout()), "--limit", "2", "--out", str(tmp_path / "r"),
         "-m", "sim/oracle", "-m", "sim/blind",
     )  # fmt: skip
     assert result.exit_code == 2

@@ -9,7 +9,7 @@ import time
 
 from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
 from halluscope.responses import write_responses
-from tests.paths import TRI_HE_JSON
+from tests.layouts import tri_he_layout
 
 N = 120
 
@@ -23,7 +23,7 @@ def run_cli(out, responses, env, limit=N, **kwargs):
         "--benchmark",
         "tri-he",
         "--data",
-        str(TRI_HE_JSON),
+        str(tri_he_layout()),
         "--responses",
         str(responses),
         "--limit",
@@ -46,7 +46,7 @@ def lines(path):
 
 
 def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
-    bench = TriHE(TRI_HE_JSON, limit=N)
+    bench = TriHE(tri_he_layout(), limit=N)
     # Mismatched answers give a mix of supported and hallucinated verdicts; claims are supplied.
     responses = write_responses(
         tmp_path / "responses.jsonl", ground_truth_responses(bench, with_claims=True, mismatched=True)
@@ -83,7 +83,7 @@ def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
 
 
 def test_a_run_dir_with_another_configuration_is_refused(tmp_path):
-    bench = TriHE(TRI_HE_JSON, limit=4)
+    bench = TriHE(tri_he_layout(), limit=4)
     responses = write_responses(tmp_path / "r.jsonl", ground_truth_responses(bench, with_claims=True))
     env = {**os.environ, "HALLUSCOPE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     out = tmp_path / "run"
@@ -98,7 +98,7 @@ def test_a_run_dir_with_another_configuration_is_refused(tmp_path):
             "-b",
             "tri-he",
             "--data",
-            str(TRI_HE_JSON),
+            str(tri_he_layout()),
             "-r",
             str(responses),
             "--limit",

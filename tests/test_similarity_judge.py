@@ -73,6 +73,7 @@ def official_scores(model: Any, raw_refs: list[str], claims: list[Claim]) -> lis
     return out
 
 
+@pytest.mark.full_data
 def test_same_verdicts_as_the_official_per_claim_loop(
     minilm: Embedder, tri_he: tuple[dict[str, Any], dict[str, SceneGraph]], tmp_path: Path
 ) -> None:
@@ -113,6 +114,7 @@ def test_same_verdicts_as_the_official_per_claim_loop(
     assert empty_filter > 0
 
 
+@pytest.mark.full_data
 def test_reference_lists_keep_duplicates_as_the_official_script_does(
     tri_he: tuple[dict[str, Any], dict[str, SceneGraph]],
 ) -> None:

@@ -7,6 +7,7 @@ from halluscope.benchmarks.tri_he import TriHE, TriHEDataError, load_scene_graph
 from tests.paths import TRI_HE_JSON
 
 
+@pytest.mark.full_data
 def test_official_file_gives_1226_samples_with_stable_ids():
     bench = TriHE(TRI_HE_JSON)
     samples = list(bench.samples())
@@ -21,6 +22,7 @@ def test_official_file_gives_1226_samples_with_stable_ids():
     assert first.image_path.endswith(f"images/{image_id}.jpg")
 
 
+@pytest.mark.full_data
 def test_scene_graphs_keep_every_reference_string_and_object():
     graphs = load_scene_graphs(TRI_HE_JSON)
     assert len(graphs) == 300
@@ -32,6 +34,7 @@ def test_scene_graphs_keep_every_reference_string_and_object():
     assert "The laptop is black." in graph.describe()
 
 
+@pytest.mark.full_data
 def test_registry_creates_tri_he_with_limit():
     bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON.parent, limit=5)
     assert len(list(bench.samples())) == 5

@@ -6,6 +6,7 @@ from halluscope.scene.triplets import TripletParseError, parse_triplet_string, r
 from tests.paths import TRI_HE_JSON
 
 
+@pytest.mark.full_data
 def test_every_official_triplet_string_parses_into_non_empty_parts():
     data = json.loads(TRI_HE_JSON.read_text())
     strings = [t for entry in data.values() for t in entry["triplets"]]
@@ -48,6 +49,7 @@ def test_the_six_irregular_official_strings(raw, expected):
     assert [c.as_tuple() for c in parse_triplet_string(raw)] == expected
 
 
+@pytest.mark.full_data
 def test_the_six_irregular_strings_are_really_in_the_official_file():
     data = json.loads(TRI_HE_JSON.read_text())
     strings = {t for entry in data.values() for t in entry["triplets"]}

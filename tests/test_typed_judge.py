@@ -323,6 +323,7 @@ def _ground_truth(raw: dict[str, Any], image_id: str) -> list[Claim]:
     return list(dict.fromkeys(claims))
 
 
+@pytest.mark.full_data
 def test_perturbations_are_false_by_construction(
     tri_he: tuple[dict[str, Any], dict[str, SceneGraph]],
 ) -> None:
@@ -356,6 +357,7 @@ def _recall(false: list[tuple[Verdict, ErrorType]], kind: ErrorType) -> float:
     return round(statistics.mean(found), 3)
 
 
+@pytest.mark.full_data
 def test_separates_perturbed_from_original_claims_on_tri_he(
     judge: TypedJudge, tri_he: tuple[dict[str, Any], dict[str, SceneGraph]]
 ) -> None:
@@ -402,6 +404,7 @@ def test_separates_perturbed_from_original_claims_on_tri_he(
     assert min(by_kind.values()) >= 0.9
 
 
+@pytest.mark.full_data
 def test_rules_and_typed_tell_right_answers_from_answers_about_another_image(
     judge: TypedJudge, tri_he: tuple[dict[str, Any], dict[str, SceneGraph]]
 ) -> None:

@@ -156,6 +156,7 @@ def test_calibration_beats_the_paper_thresholds_and_saves_a_profile(synthetic_di
     assert calibrated.balanced_accuracy == pytest.approx(result.balanced_accuracy)
 
 
+@pytest.mark.full_data
 def test_tri_he_perturbations(typed: Judge) -> None:
     from halluscope.benchmarks.tri_he import TriHE
 
