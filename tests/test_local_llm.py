@@ -30,6 +30,9 @@ from tests.paths import TRI_HE_JSON
 
 N_ANSWERS = 20
 
+# The answers and scene graphs are the released Tri-HE's (no licence to commit an excerpt of it).
+pytestmark = pytest.mark.full_data
+
 
 # -- helpers ------------------------------------------------------------------------------------------
 
