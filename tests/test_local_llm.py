@@ -215,6 +215,8 @@ def test_evaluate_with_a_local_judge_stops_its_server(work: Path) -> None:
     import halluscope
 
     answers = _write(work / "answers-api.jsonl", _reference_answers(3))
+    # Servers this test process already runs (the session's llama_server fixture) are not evaluate()'s.
+    before = set(_servers_of(os.getpid()))
     seen: set[int] = set()
     stop = False
 
@@ -237,6 +239,7 @@ def test_evaluate_with_a_local_judge_stops_its_server(work: Path) -> None:
         watcher.join()
     assert result.counts["scored_questions"] == 3 and result.counts["failed_samples"] == 0
     assert result.spec["judge"]["base_url"] == LOCAL_ENDPOINT
+    seen -= before
     assert len(seen) == 1
     deadline = time.monotonic() + 20
     while any(_alive_server(pid) for pid in seen) and time.monotonic() < deadline:

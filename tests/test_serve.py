@@ -33,6 +33,9 @@ def test_serve_prints_a_working_url_and_leaves_nothing_behind(stop_signal: int) 
     process = subprocess.Popen(
         [sys.executable, "-m", "halluscope.cli.main", "serve"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        # Ctrl-C reaches a command run in a terminal with SIGINT's default handling; a test session started
+        # as a background job would hand its children SIGINT ignored, which no program is meant to override.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert process.stdout is not None
