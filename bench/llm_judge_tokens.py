@@ -40,6 +40,7 @@ from typing import Any
 from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
 from halluscope.cache import Cache, default_cache_dir
 from halluscope.claims.rules import RulesExtractor
+from halluscope.judges.hqh import CallStats
 from halluscope.judges.llm import LLMJudge
 from halluscope.quality.real import load_real_set
 from halluscope.stages import Failure, JudgeItem
@@ -47,26 +48,23 @@ from halluscope.types import Claim, Verdict, VerdictLabel
 
 
 class TokenCounter:
-    """Adds up the usage of every chat call made through one judge's client."""
+    """Adds up the usage of every chat call made through one judge's client (``hqh.CallStats``'s tally)."""
 
     def __init__(self, judge: LLMJudge) -> None:
-        self.calls = 0
-        self.prompt = 0
-        self.completion = 0
+        self.stats = CallStats()
         inner = judge.client.chat
 
         async def counted(*args: Any, **kwargs: Any) -> Any:
             result = await inner(*args, **kwargs)
-            self.calls += 1
-            self.prompt += int(result.usage.get("prompt_tokens", 0))
-            self.completion += int(result.usage.get("completion_tokens", 0))
+            self.stats.add(result.usage)
             return result
 
         judge.client.chat = counted  # type: ignore[method-assign]
 
     def figures(self) -> dict[str, int]:
-        return {"calls": self.calls, "prompt_tokens": self.prompt, "completion_tokens": self.completion,
-                "total_tokens": self.prompt + self.completion}  # fmt: skip
+        s = self.stats
+        return {"calls": s.calls, "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
+                "total_tokens": s.prompt_tokens + s.completion_tokens}  # fmt: skip
 
 
 @contextlib.contextmanager
