@@ -21,7 +21,8 @@ alike.
 Printed and written (``--out``) after every answer: calls, prompt and completion tokens per mode as the server
 reports them (cache hits report the original usage, so a resumed run adds up to the same figures), the share
 batched/per-claim, and verdict agreement on the claims both modes decided (supported vs hallucinated), plus
-how many claims each mode left unjudged. Without ``--base-url`` the packaged Qwen GGUF is started on llama.cpp.
+how many claims each mode left unjudged. Without ``--base-url`` the packaged Qwen GGUF is started on llama.cpp
+(as ``--judge-model local``).
 Every call is cached in the user cache (``HALLUSCOPE_CACHE_DIR``): an interrupted run resumes.
 """
 
@@ -72,9 +73,12 @@ def endpoint(base_url: str | None, model: str | None, n_ctx: int) -> Iterator[tu
     if base_url:
         yield base_url, model or "default"
         return
-    from halluscope.llm.offline import llama_server
+    from halluscope.llm.local import LocalLLM
 
-    with llama_server(n_ctx=n_ctx) as server:
+    # The run's own server, named by its model file rather than its port, so a resumed run finds its cache,
+    # and stopped with this process however it ends.
+    with LocalLLM(n_ctx=n_ctx) as local:
+        server = local.server()
         yield server.base_url, server.model
 
 

@@ -7,7 +7,6 @@ caller can raise its own error naming the file and every URL tried.
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +15,8 @@ __all__ = ["fetch_first"]
 
 def fetch_first(target: Path, urls: Sequence[str], *, timeout: float = 60.0) -> list[str]:
     """Download ``target`` from the first URL that answers; return the errors met (empty on success)."""
+    import urllib.request  # here: http.client's import is ~50 ms every CLI command would pay
+
     errors: list[str] = []
     for url in urls:
         try:

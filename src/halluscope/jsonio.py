@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JsonlLine", "iter_jsonl", "write_json_atomic", "write_jsonl_atomic", "write_text_atomic"]
+__all__ = [
+    "JsonlLine",
+    "iter_jsonl",
+    "iter_jsonl_text",
+    "json_line",
+    "write_json_atomic",
+    "write_jsonl_atomic",
+    "write_text_atomic",
+]
 
 
 def write_text_atomic(path: Path, text: str, *, fsync: bool = False) -> Path:
@@ -62,21 +70,34 @@ class JsonlLine:
         return self.error is None
 
 
+def iter_jsonl_text(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """Every non-blank line as (1-based number, text without its newline, torn), not parsed.
+
+    For readers that parse a line themselves (pydantic's ``model_validate_json`` reads a record in one
+    step, faster than ``json.loads`` and then validating the dict); :func:`iter_jsonl` is built on it.
+    """
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            torn = not line.endswith("\n")
+            text = line.rstrip("\n")
+            if text.strip():
+                yield number, text, torn
+
+
+def json_line(number: int, text: str, torn: bool = False) -> JsonlLine:
+    """One line parsed: its value, or the JSON error (column and message) as the problem."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return JsonlLine(number, None, f"not valid JSON ({error.msg} at column {error.colno})", torn, text)
+    return JsonlLine(number, value, None, torn, text)
+
+
 def iter_jsonl(path: Path) -> Iterator[JsonlLine]:
     """Every non-blank line with its number; bad JSON and a torn last line come back flagged, not skipped.
 
     A torn last line that happens to parse is still flagged ``torn``: the writer did not finish it, so a
     run log treats it as not written.
     """
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            torn = not line.endswith("\n")
-            text = line.rstrip("\n")
-            if not text.strip():
-                continue
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as error:
-                yield JsonlLine(number, None, f"not valid JSON ({error.msg} at column {error.colno})", torn, text)
-                continue
-            yield JsonlLine(number, value, None, torn, text)
+    for number, text, torn in iter_jsonl_text(path):
+        yield json_line(number, text, torn)

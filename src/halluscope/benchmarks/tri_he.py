@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -42,6 +41,8 @@ def download_tri_he(target_dir: Path | None = None) -> Path:
         return target
     target_dir.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".part")
+    import urllib.request  # here, not at the top: see halluscope.download
+
     try:
         with urllib.request.urlopen(OFFICIAL_URL, timeout=60) as answer:
             tmp.write_bytes(answer.read())

@@ -273,7 +273,7 @@ def run(
         )
         if local.started:
             spec_extra["local_llm"] = local.describe()
-        from halluscope.llm.client import LLMError
+        from halluscope.llm.errors import LLMError
 
         try:
             report = run_benchmark(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "LETTERS",
@@ -105,6 +106,17 @@ def _strip_fillers(text: str) -> str:
     return text
 
 
+@lru_cache(maxsize=16384)
+def _cleaned_body(response: str) -> tuple[str, str]:
+    """The response cleaned, and cleaned with its fillers stripped.
+
+    Cached: a model's closed-form answers repeat ("Yes.", "No, there is not.", "B") thousands of times over
+    a benchmark, and the filler patterns are most of what reading one costs.
+    """
+    text = _clean(response)
+    return text, _strip_fillers(text) if text else text
+
+
 def is_refusal(text: str) -> bool:
     """Whether the response declines to answer (cannot tell, not sure, no image), in any position."""
     return bool(_REFUSALS.search(_clean(text)))
@@ -143,10 +155,23 @@ def parse_yes_no(response: str, question: str | None = None) -> ParsedAnswer:
     "The man is on the bench." is a yes — but only when every content word of the question's statement is
     repeated, so "The man is near the bench." stays unanswered rather than being guessed.
     """
-    text = _clean(response)
+    parsed = _parse_yes_no_text(response)
+    if parsed.how == "unparsed" and question:
+        match = _QUESTION_STATEMENT.search(_clean(question))
+        if match:
+            wanted = set(_content_words(match.group("statement")))
+            if wanted and wanted <= set(_content_words(_cleaned_body(response)[1].lower())):
+                return ParsedAnswer("yes", "restated")
+    return parsed
+
+
+@lru_cache(maxsize=16384)
+def _parse_yes_no_text(response: str) -> ParsedAnswer:
+    """:func:`parse_yes_no` from the response alone (cached: see :func:`_cleaned_body`)."""
+    text, body = _cleaned_body(response)
     if not text:
         return ParsedAnswer(None, "empty")
-    body = _strip_fillers(text).lower()
+    body = body.lower()
     if not body:
         return ParsedAnswer(None, "empty")
     if re.match(r"^(?:yes|no)\s*(?:and|or|/)\s*(?:yes|no)\b", body):
@@ -164,12 +189,6 @@ def parse_yes_no(response: str, question: str | None = None) -> ParsedAnswer:
         return ParsedAnswer("yes", "keyword")
     if has_no or _NEGATION.search(body):
         return ParsedAnswer("no", "negation")
-    if question:
-        match = _QUESTION_STATEMENT.search(_clean(question))
-        if match:
-            wanted = set(_content_words(match.group("statement")))
-            if wanted and wanted <= set(_content_words(body)):
-                return ParsedAnswer("yes", "restated")
     return ParsedAnswer(None, "unparsed")
 
 
@@ -286,10 +305,9 @@ def parse_choice(
     "man in hat" is not — is not taken as a choice).
     """
     options = dict(options or {})
-    text = _clean(response)
+    text, body = _cleaned_body(response)
     if not text:
         return ParsedAnswer(None, "empty")
-    body = _strip_fillers(text)
     if not body:
         return ParsedAnswer(None, "empty")
     leading = _leading_letter(body, options)
@@ -330,10 +348,10 @@ def normalise_vqa_answer(
     """
     if "<relation" in response.lower():
         return ParsedAnswer(None, "unparsed")
-    text = _clean(response)
+    text, body = _cleaned_body(response)
     if not text:
         return ParsedAnswer(None, "empty")
-    body = _strip_fillers(text).strip()
+    body = body.strip()
     if not body:
         return ParsedAnswer(None, "empty")
     if _REFUSALS.search(body):

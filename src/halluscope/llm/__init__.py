@@ -4,20 +4,23 @@
 :mod:`halluscope.llm.offline` assembles the packaged Qwen2.5 GGUF and runs a llama.cpp server on loopback.
 """
 
-from halluscope.llm.client import (
-    ChatClient,
-    ChatResult,
-    LLMAuthError,
-    LLMBadRequestError,
-    LLMConnectionError,
-    LLMError,
-    LLMRateLimitError,
-    LLMResponseError,
-    LLMRetriesExhaustedError,
-    LLMServerError,
-    LLMTimeoutError,
-    TokenLogprob,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from halluscope.llm.client import (
+        ChatClient,
+        ChatResult,
+        LLMAuthError,
+        LLMBadRequestError,
+        LLMConnectionError,
+        LLMError,
+        LLMRateLimitError,
+        LLMResponseError,
+        LLMRetriesExhaustedError,
+        LLMServerError,
+        LLMTimeoutError,
+        TokenLogprob,
+    )
 
 __all__ = [
     "ChatClient",
@@ -33,3 +36,13 @@ __all__ = [
     "LLMTimeoutError",
     "TokenLogprob",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The client's names, imported on first use: httpx (under the client) is slow to import, and the
+    commands that never call an LLM should not pay for it."""
+    if name in __all__:
+        from halluscope.llm import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'halluscope.llm' has no attribute {name!r}")

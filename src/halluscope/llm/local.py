@@ -22,7 +22,6 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 
-from halluscope.llm.client import named_endpoint
 from halluscope.llm.offline import PACKAGED_GGUF_NAME, LocalServer, llama_server
 
 __all__ = ["LOCAL", "LOCAL_ENDPOINT", "LocalLLM", "is_local", "local_stage_options"]
@@ -72,6 +71,8 @@ class LocalLLM:
         """The running server, started now if it is not yet (raises ``LocalServerError`` /
         ``OfflineModelError`` when it cannot start)."""
         if self._server is None:
+            from halluscope.llm.client import named_endpoint  # here: the client imports httpx (slow)
+
             with self._status(STARTING) if self._status else contextlib.nullcontext():
                 server = self._stack.enter_context(
                     llama_server(n_ctx=self.n_ctx, die_with_parent=True)

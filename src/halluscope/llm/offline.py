@@ -29,8 +29,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from halluscope.cache import default_cache_dir
 
 __all__ = [
@@ -248,6 +246,8 @@ def llama_server(
             command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env,
             preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None,
         )  # fmt: skip
+    import httpx  # here: importing it costs every CLI command ~0.1 s, and only a starting server needs it
+
     base_url = f"http://{host}:{port}/v1"
     started_ok = False
     try:

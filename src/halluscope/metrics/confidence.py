@@ -35,6 +35,10 @@ __all__ = [
 PAPER_ENTROPY_THRESHOLD = 0.9
 
 _LETTER_KEYS = ("A", "B", "C", "D")
+#: The answer options whose probabilities a task reads.
+_WANTED: dict[str, tuple[str, ...]] = {"yesno": ("yes", "no"), "mcq": _LETTER_KEYS}
+#: Per option, the metadata fields that may carry its probability ("A_prob", then "a_prob").
+_PROB_FIELDS = {key: (f"{key}_prob", f"{key.lower()}_prob") for keys in _WANTED.values() for key in keys}
 
 
 def entropy_bits(probs: Sequence[float], *, normalise: bool = False) -> float:
@@ -62,8 +66,8 @@ def answer_probabilities(metadata: Mapping[str, Any], task: str) -> dict[str, fl
     yes/no or to the letters A-D), Reefknot's ``yes_prob``/``no_prob``, and ``A_prob`` … ``D_prob``. Values
     outside [0, 1] are ignored. Returns None when the response has no usable probabilities for ``task``.
     """
-    wanted = ("yes", "no") if task == "yesno" else _LETTER_KEYS if task == "mcq" else ()
-    if not wanted:
+    wanted = _WANTED.get(task)
+    if not wanted or not metadata:
         return None
     found: dict[str, float] = {}
     for field in ("option_probs", "answer_probs"):
@@ -78,7 +82,8 @@ def answer_probabilities(metadata: Mapping[str, Any], task: str) -> dict[str, fl
                 break
     if not found:
         for key in wanted:
-            value = _as_prob(metadata.get(f"{key}_prob", metadata.get(f"{key.lower()}_prob")))
+            own, lower = _PROB_FIELDS[key]
+            value = _as_prob(metadata.get(own, metadata.get(lower)))
             if value is not None:
                 found[key] = value
     return found if len(found) == len(wanted) else None

@@ -104,17 +104,13 @@ def _yes_no_stats(rows: Sequence[Row], key: str, prediction_key: str) -> dict[st
     }
 
 
-def _mode_summary(rows: Sequence[Row], key: str) -> dict[str, float | None]:
+def _mode_summary(by_task: Mapping[str, Sequence[Row]], key: str) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     per_task: dict[str, float | None] = {}
     for task in TASKS:
-        flags = [
-            bool(r.get(key))
-            for r in rows
-            if r.get("task") == task and r.get(key) is not None
-        ]
-        if any(r.get("task") == task for r in rows):
-            per_task[task] = halr(flags)
+        rows = by_task.get(task)
+        if rows:
+            per_task[task] = halr([bool(r.get(key)) for r in rows if r.get(key) is not None])
             out[f"halr_{task}"] = per_task[task]
     out["r_score"] = r_score(per_task)
     return out
@@ -127,25 +123,38 @@ def reefknot_metrics(
     entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
 ) -> MetricsReport:
     """Every Reefknot measure over scored records (see the module docstring)."""
-    rows = [_row(r) for r in records]
-    scoring = [r for r in rows if r["_failure"] is None and r.get("task") in TASKS]
-    failed = [r for r in rows if r["_failure"] is not None]
+    # One pass sorts the records: scored ones by task (in record order), failed ones apart. Every measure
+    # below reads these lists, not all records again (21,560 records on the full benchmark).
+    scoring: list[Row] = []
+    failed: list[Row] = []
+    by_task: dict[str, list[Row]] = {task: [] for task in TASKS}
+    for record in records:
+        row = _row(record)
+        if row["_failure"] is not None:
+            failed.append(row)
+            continue
+        in_task = by_task.get(row.get("task"))  # type: ignore[arg-type]
+        if in_task is not None:
+            scoring.append(row)
+            in_task.append(row)
     missing = [r for r in failed if r["_response"] is None]
 
+    scored = sum(1 for r in scoring if r.get("correct") is not None)
     metrics: dict[str, float | None] = {}
     groups: dict[str, dict[str, float | None]] = {}
     counts: dict[str, int] = {
         "samples": len(records),
-        "scored": sum(1 for r in scoring if r.get("correct") is not None),
-        "unanswered": sum(1 for r in scoring if r.get("correct") is None),
+        "scored": scored,
+        "unanswered": len(scoring) - scored,
         "missing_response": len(missing),
         "failed": len(failed) - len(missing),
     }
     details: dict[str, Any] = {}
 
     task_halr: dict[str, float | None] = {}
+    disagreements = 0
     for task in TASKS:
-        in_task = [r for r in scoring if r.get("task") == task]
+        in_task = by_task[task]
         if not in_task:
             continue
         flags = [bool(r.get("correct")) for r in in_task if r.get("correct") is not None]
@@ -156,13 +165,13 @@ def reefknot_metrics(
         counts[f"mode_disagreements_{task}"] = sum(
             1 for r in in_task if r.get("paper_correct") != r.get("robust_correct")
         )
-        for relation_type in sorted({str(r.get("relation_type")) for r in in_task}):
-            subset = [
-                bool(r.get("correct"))
-                for r in in_task
-                if str(r.get("relation_type")) == relation_type
-                and r.get("correct") is not None
-            ]
+        disagreements += counts[f"mode_disagreements_{task}"]
+        by_relation: dict[str, list[bool]] = {}
+        for r in in_task:
+            subset = by_relation.setdefault(str(r.get("relation_type")), [])
+            if r.get("correct") is not None:
+                subset.append(bool(r.get("correct")))
+        for relation_type, subset in sorted(by_relation.items()):
             groups[f"{task}/{relation_type}"] = {
                 "halr": halr(subset),
                 "accuracy": _accuracy(subset),
@@ -170,11 +179,9 @@ def reefknot_metrics(
             }
     metrics["r_score"] = r_score(task_halr)
     details["r_score_tasks"] = sorted(task_halr)
-    counts["mode_disagreements"] = sum(
-        1 for r in scoring if r.get("paper_correct") != r.get("robust_correct")
-    )
+    counts["mode_disagreements"] = disagreements
 
-    yes_no = [r for r in scoring if r.get("task") == "yesno"]
+    yes_no = by_task["yesno"]
     if yes_no:
         stats = _yes_no_stats(yes_no, "correct", "prediction")
         metrics.update(
@@ -190,7 +197,7 @@ def reefknot_metrics(
         counts["yesno_pairs"] = stats["pairs_complete"]
         counts["yesno_pairs_scored"] = stats["pairs_scored"]
 
-    mcq = [r for r in scoring if r.get("task") == "mcq"]
+    mcq = by_task["mcq"]
     if mcq:
         chosen = Counter(
             p if p in ("A", "B", "C", "D") else "other"
@@ -206,7 +213,7 @@ def reefknot_metrics(
         }
         metrics["mcq_most_chosen_share"] = _divide(max(chosen.values()), total) if total else None
 
-    modes = {mode: _mode_summary(scoring, f"{mode}_correct") for mode in ("paper", "robust")}
+    modes = {mode: _mode_summary(by_task, f"{mode}_correct") for mode in ("paper", "robust")}
     details["modes"] = modes
     metrics["paper_r_score"] = modes["paper"]["r_score"]
     metrics["robust_r_score"] = modes["robust"]["r_score"]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from halluscope import __version__
+from halluscope.gcpause import gc_frozen
 from halluscope.jsonio import write_json_atomic
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
 from halluscope.runs.store import (
@@ -152,18 +153,20 @@ async def run_benchmark_async(
     pending = [s for s in samples if s.id not in done]
 
     progress.start(f"scoring {benchmark.name}", total=len(samples), done=len(done))
-    writer = RecordWriter(out_dir)
-    try:
-        for start in range(0, len(pending), max(1, chunk_size)):
-            chunk = pending[start : start + chunk_size]
-            records = await benchmark.score_many([(s, responses.get(s.id)) for s in chunk], ctx)
-            writer.write(records)
-            progress.advance(len(chunk))
-    finally:
-        writer.close()
+    # The samples and responses stay alive throughout: the collector need not walk them again and again.
+    with gc_frozen():
+        writer = RecordWriter(out_dir)
+        try:
+            for start in range(0, len(pending), max(1, chunk_size)):
+                chunk = pending[start : start + chunk_size]
+                records = await benchmark.score_many([(s, responses.get(s.id)) for s in chunk], ctx)
+                writer.write(records)
+                progress.advance(len(chunk))
+        finally:
+            writer.close()
 
-    records = read_records(out_dir)
-    report = benchmark.metrics(records)
+        records = read_records(out_dir)
+        report = benchmark.metrics(records)
     report.counts["corrupt_log_lines"] = len(scan.corrupt)
     if scan.corrupt:
         report.details["corrupt_log_lines"] = [

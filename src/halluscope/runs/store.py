@@ -19,7 +19,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from halluscope.jsonio import iter_jsonl, write_jsonl_atomic
+from halluscope.gcpause import gc_paused
+from halluscope.jsonio import JsonlLine, iter_jsonl_text, json_line, write_jsonl_atomic
 from halluscope.types import MetricsReport, SampleRecord
 
 SPEC_FILE = "spec.json"
@@ -70,6 +71,7 @@ class RecordScan:
     torn: bool = False
 
 
+@gc_paused()  # builds one record per line, no cycles: see halluscope.gcpause
 def scan_records(run_dir: Path) -> RecordScan:
     """Every complete record (first occurrence of each id wins), and the lines that are corrupt."""
     path = Path(run_dir) / SAMPLES_FILE
@@ -77,30 +79,39 @@ def scan_records(run_dir: Path) -> RecordScan:
     if not path.exists():
         return scan
     records: dict[str, SampleRecord] = {}
-    for line in iter_jsonl(path):
-        if line.torn:
+    for number, text, torn in iter_jsonl_text(path):
+        if torn:
             scan.torn = True  # torn write from an interrupted run
             break
-        if not line.ok:
-            scan.corrupt.append(CorruptLine(line.number, str(line.error)))
-            continue
         try:
-            record = SampleRecord.model_validate(line.value)
-        except ValidationError as error:
-            found = line.value.get("id") if isinstance(line.value, dict) else None
-            first = error.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "record"
-            scan.corrupt.append(
-                CorruptLine(
-                    line.number,
-                    f"not a sample record ({where}: {first['msg']})",
-                    found if isinstance(found, str) else None,
-                )
-            )
-            continue
+            # One step from text to record; a line it refuses is read again the long way, to say why.
+            record = SampleRecord.model_validate_json(text)
+        except ValidationError:
+            read = _read_line(json_line(number, text))
+            if isinstance(read, CorruptLine):
+                scan.corrupt.append(read)
+                continue
+            record = read
         records.setdefault(record.id, record)
     scan.records = list(records.values())
     return scan
+
+
+def _read_line(line: JsonlLine) -> SampleRecord | CorruptLine:
+    """A parsed line as a record, or why it is not one: bad JSON, or the first field that does not fit."""
+    if not line.ok:
+        return CorruptLine(line.number, str(line.error))
+    try:
+        return SampleRecord.model_validate(line.value)
+    except ValidationError as error:
+        found = line.value.get("id") if isinstance(line.value, dict) else None
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "record"
+        return CorruptLine(
+            line.number,
+            f"not a sample record ({where}: {first['msg']})",
+            found if isinstance(found, str) else None,
+        )
 
 
 def read_records(run_dir: Path) -> list[SampleRecord]:

@@ -11,10 +11,12 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from halluscope.types import Claim
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: Relations that state a property of the subject rather than link two entities, when their object is not
 #: itself an entity of the image ("laptop is black", "bus is stopped").
@@ -62,8 +64,12 @@ class SceneGraph:
     """
 
     def __init__(self, image_id: str | None = None) -> None:
+        # Imported here: networkx takes ~0.15 s to import, and every CLI command that loads a benchmark
+        # would pay it, scene graphs or not (Reefknot's and POPE's runs build none).
+        import networkx
+
         self.image_id = image_id
-        self.graph: nx.DiGraph = nx.DiGraph()
+        self.graph: nx.DiGraph = networkx.DiGraph()
         #: Object names as the source lists them, duplicates kept (GQA's ``all_object``).
         self.object_names: list[str] = []
         #: Reference facts as the source wrote them (Tri-HE's raw triplet strings), in order.
