@@ -85,3 +85,14 @@ def test_a_run_without_an_llm_does_not_import_the_http_stack() -> None:
     from halluscope.llm.client import LLMError as ClientLLMError
 
     assert LLMError is ClientLLMError and ChatClient.__name__ == "ChatClient"
+
+
+def test_a_freeze_made_by_the_process_itself_is_left_in_place() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_frozen():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

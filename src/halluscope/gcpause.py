@@ -37,7 +37,13 @@ def gc_frozen() -> Iterator[None]:
     block are collected as usual. When the block ends everything is handed back to the collector
     (``gc.unfreeze``), so nothing frozen stays out of reach: the only effect is that a reference cycle that
     became garbage among the older objects is freed at the end of the block rather than during it.
+
+    A process that froze objects itself (``gc.freeze`` before forking workers, say) is left alone: unfreezing
+    at the end would undo its freeze, so the block then runs as it is.
     """
+    if gc.get_freeze_count():
+        yield
+        return
     gc.freeze()
     try:
         yield
