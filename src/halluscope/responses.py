@@ -17,7 +17,8 @@ A bad line never stops the others from loading: each problem is collected with i
 so a user sees every fault at once and the valid answers can still be scored.
 
 The readers build one small acyclic object per line, so they run with the cyclic collector paused
-(:mod:`halluscope.gcpause`): on Reefknot's 21,560 answers that halved the reading time.
+(:mod:`halluscope.gcpause`): it would otherwise walk the growing set of loaded objects again and again while a
+large file (Reefknot's 21,560 answers) is read.
 """
 
 from __future__ import annotations

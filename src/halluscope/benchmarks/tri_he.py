@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.triplets import score_open_answers
 from halluscope.cache import default_cache_dir
+from halluscope.download import fetch_first
 from halluscope.metrics.triplets import triplet_metrics
 from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
@@ -39,18 +40,11 @@ def download_tri_he(target_dir: Path | None = None) -> Path:
     target = target_dir / "tri-he.json"
     if target.exists():
         return target
-    target_dir.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".part")
-    import urllib.request  # here, not at the top: see halluscope.download
-
-    try:
-        with urllib.request.urlopen(OFFICIAL_URL, timeout=60) as answer:
-            tmp.write_bytes(answer.read())
-    except OSError as error:
+    errors = fetch_first(target, [OFFICIAL_URL])
+    if errors:
         raise TriHEDataError(
-            f"could not download Tri-HE from {OFFICIAL_URL} ({error}); pass --data with a local tri-he.json"
-        ) from error
-    tmp.replace(target)
+            f"could not download Tri-HE ({'; '.join(errors)}); pass --data with a local tri-he.json"
+        )
     return target
 
 

@@ -133,7 +133,7 @@ def reefknot_metrics(
         if row["_failure"] is not None:
             failed.append(row)
             continue
-        in_task = by_task.get(row.get("task"))  # type: ignore[arg-type]
+        in_task = by_task.get(str(row.get("task")))
         if in_task is not None:
             scoring.append(row)
             in_task.append(row)
@@ -152,7 +152,6 @@ def reefknot_metrics(
     details: dict[str, Any] = {}
 
     task_halr: dict[str, float | None] = {}
-    disagreements = 0
     for task in TASKS:
         in_task = by_task[task]
         if not in_task:
@@ -165,7 +164,6 @@ def reefknot_metrics(
         counts[f"mode_disagreements_{task}"] = sum(
             1 for r in in_task if r.get("paper_correct") != r.get("robust_correct")
         )
-        disagreements += counts[f"mode_disagreements_{task}"]
         by_relation: dict[str, list[bool]] = {}
         for r in in_task:
             subset = by_relation.setdefault(str(r.get("relation_type")), [])
@@ -179,7 +177,7 @@ def reefknot_metrics(
             }
     metrics["r_score"] = r_score(task_halr)
     details["r_score_tasks"] = sorted(task_halr)
-    counts["mode_disagreements"] = disagreements
+    counts["mode_disagreements"] = sum(counts.get(f"mode_disagreements_{task}", 0) for task in TASKS)
 
     yes_no = by_task["yesno"]
     if yes_no:
