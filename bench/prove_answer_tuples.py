@@ -24,7 +24,7 @@ from typing import Any
 from halluscope.build.prove import ImageResult, answer_tuples, prepare_graphs, released_rows
 from halluscope.cache import Cache
 from halluscope.claims.dsg import TUPLE_EXTRACTORS
-from halluscope.cli.build import GraphFormat, load_graphs
+from halluscope.cli.graphs import GraphFormat, load_graphs
 from halluscope.scene.tuples import fact_key, parse_tuple
 
 

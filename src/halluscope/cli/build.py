@@ -6,49 +6,20 @@ A sub-app, so each builder is one command under it (``build reefknot``; other bu
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from halluscope.cli import build_prove as _build_prove
 from halluscope.cli.common import console, fail, join_urls, open_cache
+from halluscope.cli.graphs import GraphFormat, load_graphs
 
 build_app = typer.Typer(
     name="build",
     help="Build a new benchmark from scene graphs (Tri-HE, GQA or Visual Genome).",
     no_args_is_help=True,
 )
-
-
-class GraphFormat(StrEnum):
-    TRI_HE = "tri-he"
-    GQA = "gqa"
-    VG = "vg"
-    SYNTHETIC = "synthetic"
-
-
-def load_graphs(path: Path, graph_format: GraphFormat, limit_images: int | None = None) -> dict[str, Any]:
-    """Scene graphs by image id from a Tri-HE file, a GQA sceneGraphs file, or Visual Genome files."""
-    if graph_format is GraphFormat.TRI_HE:
-        from halluscope.benchmarks.tri_he import load_scene_graphs, resolve_data_path
-
-        graphs = load_scene_graphs(resolve_data_path(path))
-        if limit_images is not None:
-            graphs = dict(list(graphs.items())[:limit_images])
-        return graphs
-    if graph_format is GraphFormat.GQA:
-        from halluscope.scene.vg import load_gqa_scene_graphs
-
-        return load_gqa_scene_graphs(path, limit=limit_images)
-    if graph_format is GraphFormat.SYNTHETIC:
-        from halluscope.build.synthetic import load_scenes
-
-        scenes = load_scenes(path)
-        return {i: s.graph() for i, s in list(scenes.items())[:limit_images]}
-    from halluscope.scene.vg import load_vg_scene_graphs
-
-    return load_vg_scene_graphs(path, limit=limit_images)
 
 
 @build_app.command("reefknot")
@@ -234,9 +205,9 @@ def parallel(
     else:
         out_console.print("verified: 0 problems (negations flip the label, one correct option, content kept)")
     out_console.print(f"run it with: halluscope run --benchmark {benchmark} --data {out} --responses FILE ...")
-from halluscope.cli import build_prove as _build_prove  # noqa: E402  (registers ``build prove``)
 
-_build_prove.register(build_app)
+
+_build_prove.register(build_app)  # ``build prove`` lives in its own module
 
 
 def register(app: typer.Typer) -> None:

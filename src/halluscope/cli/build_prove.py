@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from halluscope.cli.build import GraphFormat, load_graphs
 from halluscope.cli.common import console, fail, join_urls, open_cache
+from halluscope.cli.graphs import GraphFormat, load_graphs
 
 
 def prove(

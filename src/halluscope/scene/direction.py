@@ -52,10 +52,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from halluscope.scene.graph import Relation, SceneGraph, normalise_name
+from halluscope.scene.basics import Relation, normalise_name
 from halluscope.scene.kinds import Thing, is_animate, part_of, thing
 from halluscope.scene.names import PLURALIA_TANTUM, tokens, wordnet
+
+if TYPE_CHECKING:
+    # Only a type here: the graph calls this module (its reading order), so importing it back would close a
+    # circle. ``oriented`` builds its copy from the graph's own class.
+    from halluscope.scene.graph import SceneGraph
 
 __all__ = [
     "Reading",
@@ -507,7 +513,7 @@ def oriented(graph: SceneGraph, *, drop_unclear: bool = False) -> SceneGraph:
     changes = any(r is not Reading.FORWARD for r in readings.values())
     if not changes:
         return graph
-    fixed = SceneGraph(image_id=graph.image_id)
+    fixed = type(graph)(image_id=graph.image_id)
     fixed.graph.graph.update(graph.graph.graph)
     fixed.object_names = list(graph.object_names)
     for _, data in graph.graph.nodes(data=True):

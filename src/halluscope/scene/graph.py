@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from halluscope.scene.basics import Relation, normalise_name
 from halluscope.types import Claim
 
 if TYPE_CHECKING:
@@ -21,18 +22,6 @@ if TYPE_CHECKING:
 #: Relations that state a property of the subject rather than link two entities, when their object is not
 #: itself an entity of the image ("laptop is black", "bus is stopped").
 ATTRIBUTE_RELATIONS = frozenset({"is", "are", "is a", "was", "looks", "appears", "has color", "colored"})
-
-
-@dataclass(frozen=True)
-class Relation:
-    """One directed relation between two entities."""
-
-    subject: str
-    predicate: str
-    object: str
-
-    def text(self) -> str:
-        return f"{self.subject} {self.predicate} {self.object}"
 
 
 @dataclass(frozen=True)
@@ -47,11 +36,6 @@ class Region:
 
     description: str
     box: tuple[int, int, int, int] | None = None
-
-
-def normalise_name(name: str) -> str:
-    """Lower-case, single-spaced form of an entity name, used as the node key."""
-    return " ".join(name.lower().split())
 
 
 class SceneGraph:

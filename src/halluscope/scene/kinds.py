@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from halluscope.scene.graph import normalise_name
+from halluscope.scene.basics import normalise_name
 from halluscope.scene.names import PLURALIA_TANTUM, default_matcher, wordnet
 
 __all__ = ["ANIMALS", "PEOPLE", "Thing", "is_animate", "part_of", "thing"]

@@ -46,10 +46,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from halluscope.cache import default_cache_dir
-from halluscope.scene.graph import SceneGraph, normalise_name
+from halluscope.scene.basics import normalise_name
 
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
+
+    # Only a type here: the graph is below the readers of it (direction, kinds) that import this module.
+    from halluscope.scene.graph import SceneGraph
 
 # -- WordNet loading -----------------------------------------------------------------------------------
 
