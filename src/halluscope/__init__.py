@@ -16,8 +16,7 @@ from halluscope.types import (
     Verdict,
     VerdictLabel,
 )
-
-__version__ = "0.1.0"
+from halluscope.version import __version__
 
 __all__ = [
     "Claim",

@@ -17,12 +17,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from halluscope.cache import Cache
 from halluscope.responses import ResponsesFile, read_any_responses
-from halluscope.scene.graph import SceneGraph
 from halluscope.types import Claim, MetricsReport, Response, Sample, SampleRecord, Verdict
+
+if TYPE_CHECKING:
+    from halluscope.scene.graph import SceneGraph
 
 
 @dataclass(frozen=True)

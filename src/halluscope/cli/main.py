@@ -39,7 +39,7 @@ COMMAND_MODULES = [
 
 def _print_version(value: bool) -> None:
     if value:
-        from halluscope import __version__
+        from halluscope.version import __version__
 
         typer.echo(f"halluscope {__version__}")
         raise typer.Exit()

@@ -133,7 +133,7 @@ def _parse_options(text: str, separator: str, where: str) -> dict[str, OptionVal
 
 def parse_model_spec(text: str, *, known_wrappers: set[str] | None = None) -> ModelSpec:
     """Parse a ``--model`` string; raises :class:`ModelSpecError` saying what is wrong and how to write it."""
-    from halluscope.mitigation import MITIGATIONS
+    from halluscope.models.mitigations import MITIGATIONS
 
     wrappers_known = known_wrappers if known_wrappers is not None else set(MITIGATIONS.names())
     original = text
@@ -216,8 +216,8 @@ def create_model(spec: str | ModelSpec, *, cache: Cache | None = None, **overrid
     ``overrides`` are options from the command line (``base_url``, ``concurrency``, ...); those the backend
     does not take are dropped when they came from generic flags (None) and rejected otherwise.
     """
-    from halluscope.mitigation import MITIGATIONS
     from halluscope.models import MODELS
+    from halluscope.models.mitigations import MITIGATIONS
     from halluscope.registry import UnknownComponentError
 
     parsed = spec if isinstance(spec, ModelSpec) else parse_model_spec(spec)

@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from halluscope import __version__
 from halluscope.gcpause import gc_frozen
 from halluscope.jsonio import write_json_atomic
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
@@ -38,6 +37,7 @@ from halluscope.runs.store import (
 )
 from halluscope.stages import Benchmark, ScoringContext
 from halluscope.types import MetricsReport, Response, SampleRecord
+from halluscope.version import __version__
 
 #: The default largest share of samples (that reached the extractor or judge) a stage may fail on before
 #: the run counts as failed. A few failures are worth a retry on the next run; more mean a broken stage.
