@@ -182,6 +182,25 @@ class SampleRecord(BaseModel):
     def count(self, label: VerdictLabel, error: ErrorType | None = None) -> int:
         return sum(1 for c in self.claims if c.verdict == label and (error is None or c.error == error))
 
+    # -- the benchmark's own fields ---------------------------------------------------------------------
+    # A benchmark writes what its metrics need (``label``, ``prediction``, ``type``, ...) either as extra
+    # top-level fields of the record or in ``metadata``. These two methods are the one place that says where
+    # to look: the extra field first — even when it is None, which a benchmark writes on purpose ("no
+    # prediction") — then metadata. The declared fields (``response``, ``image_id``, ...) are attributes.
+
+    def field(self, name: str, default: Any = None) -> Any:
+        """The benchmark's field ``name``: the record's extra field if present, else ``metadata[name]``,
+        else ``default``."""
+        extra = self.model_extra
+        if extra and name in extra:
+            return extra[name]
+        return self.metadata.get(name, default)
+
+    def fields(self) -> dict[str, Any]:
+        """All the benchmark's fields at once (metadata, then the extra fields over it): what :meth:`field`
+        reads one name of, for code that looks up many names per record."""
+        return {**self.metadata, **(self.model_extra or {})}
+
 
 class MetricsReport(BaseModel):
     """The content of a run's ``metrics.json``: what every benchmark's metrics function returns.

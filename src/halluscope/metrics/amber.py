@@ -17,7 +17,6 @@ objects mentioned / such objects; counters start at 0.001; ×100 rounded to 0.1.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from halluscope.metrics.binary import binary_metrics
 from halluscope.metrics.chair import chair_ratio
@@ -49,11 +48,6 @@ def dimension_of(kind: str) -> str:
     return "generative" if kind == "generative" else "relation"
 
 
-def _get(record: SampleRecord, name: str) -> Any:
-    extra = record.model_extra or {}
-    return extra.get(name, record.metadata.get(name))
-
-
 def amber_discriminative_paper(rows: Sequence[tuple[str, str, str]]) -> dict[str, float]:
     """``(type, truth, raw response)`` rows → official accuracy / precision / recall / F1 per dimension."""
     out: dict[str, float] = {}
@@ -83,14 +77,14 @@ def amber_generative(records: Sequence[SampleRecord]) -> dict[str, float]:
     chair_score = cover_score = cog_score = non_hallu = 0.0
     chair_num = cover_num = cog_num = hal_num = _START
     for record in records:
-        kept = _get(record, "object_nouns") or []
-        hallucinated = _get(record, "hallucinated_nouns") or []
+        kept = record.field("object_nouns") or []
+        hallucinated = record.field("hallucinated_nouns") or []
         chair_score += len(hallucinated)
         chair_num += len(kept)
-        cover_score += len(_get(record, "truth_covered") or [])
-        cover_num += len(_get(record, "truth") or [])
-        cog_score += len(_get(record, "hallu_covered") or [])
-        cog_num += len(_get(record, "hallu") or [])
+        cover_score += len(record.field("truth_covered") or [])
+        cover_num += len(record.field("truth") or [])
+        cog_score += len(record.field("hallu_covered") or [])
+        cog_num += len(record.field("hallu") or [])
         non_hallu += not hallucinated
         hal_num += 1
     return {
@@ -103,24 +97,24 @@ def amber_generative(records: Sequence[SampleRecord]) -> dict[str, float]:
 
 def amber_metrics(records: Sequence[SampleRecord], *, benchmark: str, mode: str) -> MetricsReport:
     scored = [r for r in records if r.failure is None]
-    generative = [r for r in scored if _get(r, "type") == "generative"]
-    discriminative = [r for r in scored if _get(r, "type") != "generative"]
+    generative = [r for r in scored if r.field("type") == "generative"]
+    discriminative = [r for r in scored if r.field("type") != "generative"]
     metrics: dict[str, float | None] = {}
     groups: dict[str, dict[str, float | None]] = {}
     if generative:
         metrics.update(amber_generative(generative))
     if discriminative:
         paper = amber_discriminative_paper(
-            [(str(_get(r, "type")), str(_get(r, "label")), r.response or "") for r in discriminative]
+            [(str(r.field("type")), str(r.field("label")), r.response or "") for r in discriminative]
         )
         robust: dict[str, float | None] = {}
         for scope, kinds in {"overall": None, **DIMENSIONS}.items():
-            chosen = [r for r in discriminative if kinds is None or _get(r, "type") in kinds]
+            chosen = [r for r in discriminative if kinds is None or r.field("type") in kinds]
             if not chosen:
                 continue
             values = binary_metrics(
-                [_get(r, "robust_prediction") for r in chosen],
-                [str(_get(r, "label")) for r in chosen],
+                [r.field("robust_prediction") for r in chosen],
+                [str(r.field("label")) for r in chosen],
                 positive="no",
             )
             prefix = "" if scope == "overall" else f"{scope}_"
@@ -140,10 +134,10 @@ def amber_metrics(records: Sequence[SampleRecord], *, benchmark: str, mode: str)
         "discriminative": len(discriminative),
         "no_response": sum(1 for r in records if r.response is None),
         "failed": sum(1 for r in records if r.failure is not None and r.response is not None),
-        "unanswered": sum(1 for r in discriminative if _get(r, "robust_prediction") is None),
+        "unanswered": sum(1 for r in discriminative if r.field("robust_prediction") is None),
         "paper_not_exact_yes_no": sum(1 for r in discriminative if (r.response or "") not in ("Yes", "No")),
         "mode_disagreements": sum(
-            1 for r in discriminative if _get(r, "paper_prediction") != _get(r, "robust_prediction")
+            1 for r in discriminative if r.field("paper_prediction") != r.field("robust_prediction")
         ),
     }
     return MetricsReport(benchmark=benchmark, metrics=metrics, groups=groups, counts=counts,

@@ -31,13 +31,6 @@ from halluscope.types import MetricsReport, SampleRecord
 __all__ = ["hallusion_metrics", "hallusion_scores"]
 
 
-def _get(record: SampleRecord | dict[str, Any], name: str) -> Any:
-    if isinstance(record, dict):
-        return record.get(name)
-    extra = record.model_extra or {}
-    return extra.get(name, record.metadata.get(name))
-
-
 def _is_correct(row: dict[str, Any]) -> int:
     code = int(row["correctness"])
     if row["category"] == "VS" and str(row["figure_id"]) == "0":
@@ -134,16 +127,16 @@ def hallusion_scores(rows: Iterable[dict[str, Any]]) -> dict[str, float | None]:
 
 def hallusion_metrics(records: Sequence[SampleRecord], *, benchmark: str = "hallusionbench") -> MetricsReport:
     fields = ("category", "subcategory", "set_id", "figure_id", "question_id", "visual_input", "correctness")
-    scored = [r for r in records if r.failure is None and _get(r, "correctness") is not None]
-    rows = [{f: _get(r, f) for f in fields} for r in scored]
+    scored = [r for r in records if r.failure is None and r.field("correctness") is not None]
+    rows = [{f: r.field(f) for f in fields} for r in scored]
     # ``same``: whether an answer about an edited figure reads (yes/no) like the answer about the original.
     original = {
-        _pair_key(row): _get(r, "prediction") for row, r in zip(rows, scored, strict=True)
+        _pair_key(row): r.field("prediction") for row, r in zip(rows, scored, strict=True)
         if str(row["figure_id"]) == "0"
     }
     for row, r in zip(rows, scored, strict=True):
         first = original.get(_pair_key(row))
-        row["same"] = "1" if first is not None and first == _get(r, "prediction") else "0"
+        row["same"] = "1" if first is not None and first == r.field("prediction") else "0"
     metrics = hallusion_scores(rows)
     groups = {
         category: hallusion_scores([dict(r) for r in rows if r["category"] == category])

@@ -38,13 +38,9 @@ TYPE_COLUMNS = {
 }
 
 
-def _field(record: SampleRecord, name: str) -> Any:
-    return (record.model_extra or {}).get(name)
-
-
 def record_type(record: SampleRecord) -> str:
     """The record's hallucination type (``metadata["type"]``), ``unknown`` when absent."""
-    kind = record.metadata.get("type") or _field(record, "type")
+    kind = record.field("type")
     return str(kind) if kind else "unknown"
 
 
@@ -66,7 +62,7 @@ def hqh_metrics(records: Sequence[SampleRecord], *, benchmark: str = "hqh") -> M
             counts["failed"] += 1
             bucket["failed"] += 1
             continue
-        hallucinated = _field(record, "hallucinated")
+        hallucinated = record.field("hallucinated")
         if not isinstance(hallucinated, bool):
             counts["unjudged"] += 1
             bucket["unjudged"] += 1
@@ -74,7 +70,7 @@ def hqh_metrics(records: Sequence[SampleRecord], *, benchmark: str = "hqh") -> M
         counts["judged"] += 1
         main.append(hallucinated)
         bucket["main"].append(hallucinated)
-        extra = _field(record, "extra_claims")
+        extra = record.field("extra_claims")
         if isinstance(extra, int) and not isinstance(extra, bool):
             counts["extra_claims_counted"] += 1
             extras.append(extra)

@@ -27,7 +27,7 @@ from typing import Any
 from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, confidence_report
 from halluscope.types import MetricsReport, SampleRecord
 
-__all__ = ["RELATION_TYPES", "TASKS", "halr", "r_score", "record_field", "reefknot_metrics"]
+__all__ = ["RELATION_TYPES", "TASKS", "halr", "r_score", "reefknot_metrics"]
 
 TASKS = ("yesno", "mcq", "vqa")
 RELATION_TYPES = ("perception", "cognitive")
@@ -38,16 +38,8 @@ Row = dict[str, Any]
 
 
 def _row(record: SampleRecord) -> Row:
-    return {**record.metadata, **(record.model_extra or {}), "_failure": record.failure,
+    return {**record.fields(), "_failure": record.failure,
             "_response": record.response}
-
-
-def record_field(record: SampleRecord, name: str) -> Any:
-    """An extra field of a record (as written by the benchmark), falling back to its metadata."""
-    extra = record.model_extra or {}
-    if name in extra:
-        return extra[name]
-    return record.metadata.get(name)
 
 
 def _accuracy(flags: Sequence[bool]) -> float | None:

@@ -11,17 +11,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from halluscope.metrics.binary import binary_metrics
 from halluscope.types import MetricsReport, SampleRecord
 
 __all__ = ["yes_no_report"]
-
-
-def _extra(record: SampleRecord, name: str) -> Any:
-    extra = record.model_extra or {}
-    return extra.get(name, record.metadata.get(name))
 
 
 def yes_no_report(
@@ -37,11 +31,11 @@ def yes_no_report(
 
     ``scale`` multiplies the 0–100 rates (AMBER's paper reports them ×1, POPE's ×1 too: both in percent).
     """
-    scored = [r for r in records if r.failure is None and _extra(r, "label") is not None]
+    scored = [r for r in records if r.failure is None and r.field("label") is not None]
     metrics: dict[str, float | None] = {}
     for rule in ("paper", "robust"):
-        preds = [_extra(r, f"{rule}_prediction") for r in scored]
-        labels = [str(_extra(r, "label")) for r in scored]
+        preds = [r.field(f"{rule}_prediction") for r in scored]
+        labels = [str(r.field("label")) for r in scored]
         values = binary_metrics(preds, labels, positive=positive)
         for key, value in values.items():
             if key in ("answered", "unanswered"):
@@ -53,25 +47,25 @@ def yes_no_report(
     groups: dict[str, dict[str, float | None]] = {}
     buckets: dict[str, list[SampleRecord]] = defaultdict(list)
     for record in scored:
-        key = "/".join(str(_extra(record, field)) for field in group_by)
+        key = "/".join(str(record.field(field)) for field in group_by)
         buckets[key].append(record)
     for key in sorted(buckets):
         members = buckets[key]
         values = binary_metrics(
-            [_extra(r, "prediction") for r in members],
-            [str(_extra(r, "label")) for r in members],
+            [r.field("prediction") for r in members],
+            [str(r.field("label")) for r in members],
             positive=positive,
         )
         groups[key] = {k: (v if k in ("answered", "unanswered") or v is None else v * scale) for k, v in values.items()}
     disagreements = sum(
-        1 for r in scored if _extra(r, "paper_prediction") != _extra(r, "robust_prediction")
+        1 for r in scored if r.field("paper_prediction") != r.field("robust_prediction")
     )
     counts = {
         "samples": len(records),
         "scored": len(scored),
         "no_response": sum(1 for r in records if r.response is None),
         "failed": sum(1 for r in records if r.failure is not None and r.response is not None),
-        "unanswered": sum(1 for r in scored if _extra(r, "prediction") is None),
+        "unanswered": sum(1 for r in scored if r.field("prediction") is None),
         "mode_disagreements": disagreements,
     }
     return MetricsReport(

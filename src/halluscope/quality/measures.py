@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -142,11 +141,6 @@ def canonical_type(label: str) -> str:
     return _ALIASES.get(text, text)
 
 
-def _field(record: SampleRecord, name: str) -> Any:
-    extra = record.model_extra or {}
-    return extra[name] if name in extra else record.metadata.get(name)
-
-
 class BenchmarkCoverage(BaseModel):
     """One benchmark's column of the coverage table."""
 
@@ -185,9 +179,9 @@ def coverage(runs: Sequence[QualityRun]) -> Coverage:
         first = bench_runs[0].records
         items: Counter[str] = Counter()
         for record in first:
-            label = _field(record, "type")
+            label = record.field("type")
             if not isinstance(label, str) or not label.strip():
-                label = _field(record, "relation_type")
+                label = record.field("relation_type")
             if isinstance(label, str) and label.strip() and label.strip().lower() != "unknown":
                 items[canonical_type(label)] += 1
         if items:
@@ -227,11 +221,11 @@ class YesNoStats(BaseModel):
 
 def yes_no_stats(records: Sequence[SampleRecord]) -> YesNoStats | None:
     """Yes-ratio of predictions and of labels (fractions) over the records whose label is yes or no."""
-    rows = [r for r in records if str(_field(r, "label") or "").strip().lower() in ("yes", "no")]
+    rows = [r for r in records if str(r.field("label") or "").strip().lower() in ("yes", "no")]
     if not rows:
         return None
-    labels = [str(_field(r, "label")).strip().lower() for r in rows]
-    predictions = [str(_field(r, "prediction") or "").strip().lower() for r in rows]
+    labels = [str(r.field("label")).strip().lower() for r in rows]
+    predictions = [str(r.field("prediction") or "").strip().lower() for r in rows]
     answered = [(p, y) for p, y in zip(predictions, labels, strict=True) if p in ("yes", "no")]
     return YesNoStats(
         items=len(rows),
