@@ -1,6 +1,6 @@
 """Metrics of the yes/no benchmarks (POPE, AMBER discriminative): both rule sets, overall and per group.
 
-Records are those written through :func:`halluscope.benchmarks.closed.yes_no_record`: extra fields
+Records are those written through :func:`halluscope.benchmarks.yes_no.yes_no_record`: extra fields
 ``label``, ``paper_prediction``, ``robust_prediction``, ``prediction`` (the run's mode) and the grouping
 fields. The headline numbers follow the run's mode; the other mode's headline numbers are kept under
 ``paper_*`` / ``robust_*`` so one run shows both, and ``mode_disagreements`` counts the items the two rules

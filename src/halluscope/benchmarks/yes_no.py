@@ -1,0 +1,82 @@
+"""Scoring one yes/no answer under both rule sets, for the yes/no benchmarks (POPE, AMBER's discriminative
+part, HallusionBench).
+
+Every record of these benchmarks carries both verdicts — ``paper_prediction`` / ``paper_correct`` by the
+benchmark's official rule, ``robust_prediction`` / ``robust_correct`` by halluscope's shared parser
+(:func:`halluscope.judges.answers.parse_yes_no`, refusals unanswered) — and ``prediction`` / ``correct``
+follow the run's ``mode``. So a user sees, per item, where the two rules part, without re-running anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from halluscope.judges.answers import ParsedAnswer, parse_yes_no
+from halluscope.types import Response, Sample, SampleRecord
+
+__all__ = ["MODES", "check_mode", "yes_no_record"]
+
+MODES = ("robust", "paper")
+
+
+def yes_no_record(
+    sample: Sample,
+    response: Response | None,
+    *,
+    mode: str,
+    paper_rule: Callable[[str], str | None],
+    fields: Sequence[str],
+) -> SampleRecord:
+    """Score one yes/no answer under both rules; ``fields`` names the sample metadata copied onto the record.
+
+    ``paper_rule`` maps the raw answer to "yes" / "no" (or None where the official code itself gives no
+    prediction); the robust rule reads yes / no / unanswered. ``correct`` is None when unanswered.
+    """
+    label = str(sample.metadata["label"]).lower()
+    extras: dict[str, Any] = {key: sample.metadata.get(key) for key in fields}
+    extras["label"] = label
+    extras["mode"] = mode
+    if response is None:
+        for rule in MODES:
+            extras[f"{rule}_prediction"] = None
+            extras[f"{rule}_correct"] = None
+        extras.update(prediction=None, correct=None, parse=None)
+        return SampleRecord(
+            id=sample.id,
+            prompt=sample.prompt,
+            response=None,
+            failure="no response for this sample",
+            image_id=sample.image_id,
+            image_path=sample.image_path,
+            reference=sample.reference,
+            **extras,
+        )
+    text = response.response
+    paper_value = paper_rule(text)
+    robust: ParsedAnswer = parse_yes_no(text, question=sample.prompt)
+    extras["paper_prediction"] = paper_value
+    extras["paper_correct"] = None if paper_value is None else paper_value == label
+    extras["robust_prediction"] = robust.value
+    extras["robust_correct"] = None if robust.value is None else robust.value == label
+    extras["robust_parse"] = robust.how
+    extras["prediction"] = extras[f"{mode}_prediction"]
+    extras["correct"] = extras[f"{mode}_correct"]
+    extras["parse"] = "paper" if mode == "paper" else robust.how
+    return SampleRecord(
+        id=sample.id,
+        prompt=sample.prompt,
+        response=text,
+        image_id=sample.image_id,
+        image_path=sample.image_path,
+        reference=sample.reference,
+        model=response.model,
+        **extras,
+    )
+
+
+def check_mode(mode: str) -> str:
+    """The run's scoring mode, refused with the choices when it is neither rule set."""
+    if mode not in MODES:
+        raise ValueError(f"unknown scoring mode {mode!r}; choose robust or paper")
+    return mode
