@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from halluscope.cache import Cache
-from halluscope.responses import ResponsesFile, read_any_responses
 from halluscope.types import Claim, MetricsReport, Response, Sample, SampleRecord, Verdict
 
 if TYPE_CHECKING:
+    from halluscope.responses import ResponsesFile
     from halluscope.scene.graph import SceneGraph
 
 
@@ -126,14 +126,16 @@ class Benchmark(ABC):
     def read_responses(
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
     ) -> ResponsesFile:
-        """Read a responses file: halluscope's own layouts, or an lmms-eval / VLMEvalKit output (matched by
-        id fields, see docs/importers.md). Benchmarks override this to accept their official layouts too."""
-        from halluscope.importers import detect_external, read_external
+        """Read a responses file for this benchmark's samples.
 
-        kind = detect_external(Path(path))
-        if kind is not None:
-            return read_external(Path(path), kind, self, benchmark_ids=benchmark_ids)
-        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
+        halluscope's benchmarks inherit the reader of :class:`halluscope.benchmarks.Benchmark` (halluscope's
+        own layouts, lmms-eval and VLMEvalKit outputs, and each benchmark's official layout); it lives there,
+        not here, because reading those files is above the contract in the layering (docs/architecture.md).
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot read responses files: subclass halluscope.benchmarks.Benchmark, "
+            "which reads halluscope's layouts and other tools' outputs, or override read_responses"
+        )
 
     @abstractmethod
     async def score_many(
