@@ -109,9 +109,9 @@ async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
         model = create_model(f"openai/model-a?base_url={server.base_url}", cache=Cache(None))
         await collect_responses(bench, model, tmp_path, show_progress=False)
         other = create_model(f"openai/model-b?base_url={server.base_url}", cache=Cache(None))
-        with pytest.raises(RespondError, match="different model"):
+        with pytest.raises(RespondError, match=r"another model \(openai/model-a there, openai/model-b now\)"):
             await collect_responses(bench, other, tmp_path, show_progress=False)
-        with pytest.raises(RespondError, match="different generation"):
+        with pytest.raises(RespondError, match=r"another generation config \(max_tokens: 512 there, 7 now\)"):
             await collect_responses(bench, model, tmp_path, show_progress=False, max_tokens=7)
 
 
