@@ -397,3 +397,17 @@ def test_an_out_holding_another_models_run_is_refused_before_asking(tmp_path: Pa
     assert {json.loads(line)["model"] for line in (out / "responses.jsonl").read_text().splitlines()} == {
         "openai/model-b"
     }
+
+
+def test_the_same_model_with_other_settings_is_named_by_the_setting(tmp_path: Path) -> None:
+    from halluscope.runs.runner import check_run_dir
+    from halluscope.runs.store import RunDirError
+
+    out = tmp_path / "run"
+    out.mkdir()
+    there = {"provider": "openai", "model": "x", "base_url": "http://a/v1", "max_side": 512}
+    (out / "spec.json").write_text(json.dumps({"model": there}))
+    # Another address for the same model is the same run (an endpoint may move); another image size is not.
+    check_run_dir(out, {"model": {**there, "base_url": "http://b/v1"}}, ("model",))
+    with pytest.raises(RunDirError, match=r"the same model with other settings \(max_side: 512 there, 256 now\)"):
+        check_run_dir(out, {"model": {**there, "max_side": 256}}, ("model",))

@@ -186,12 +186,14 @@ def to_response(sample_id: str, result: GenerateResult, model_name: str | None) 
     return Response(id=sample_id, response=result.text, claims=claims, model=model_name, metadata=metadata)
 
 
-def _comparable(identity: Any) -> Any:
+def comparable_identity(identity: Any) -> Any:
     """A model identity without what may legitimately change between resumed runs (the endpoint's address)."""
     if isinstance(identity, dict):
-        return {k: _comparable(v) for k, v in identity.items() if k not in {"base_url", "concurrency"}}
+        return {
+            k: comparable_identity(v) for k, v in identity.items() if k not in {"base_url", "concurrency"}
+        }
     if isinstance(identity, list):
-        return [_comparable(v) for v in identity]
+        return [comparable_identity(v) for v in identity]
     return identity
 
 
@@ -226,8 +228,9 @@ def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
         from halluscope.runs.runner import describe_difference
 
         for key in ("model", "generation"):
-            if _comparable(previous.get(key)) != _comparable(meta.get(key)):
-                what = describe_difference(key, _comparable(previous.get(key)), _comparable(meta.get(key)))
+            there, now = comparable_identity(previous.get(key)), comparable_identity(meta.get(key))
+            if there != now:
+                what = describe_difference(key, there, now)
                 raise RespondError(
                     f"{out_dir} holds answers collected with {what}; choose another --out so the answers "
                     "are not mixed"

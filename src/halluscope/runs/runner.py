@@ -176,19 +176,25 @@ def describe_difference(key: str, there: Any, now: Any) -> str:
                 f"answers from {'a responses file' if there is None else 'model ' + _short(there)} there, "
                 f"from {'a responses file' if now is None else 'model ' + _short(now)} now"
             )
-        return f"another model ({_short(there)} there, {_short(now)} now)"
+        if _short(there) != _short(now):
+            return f"another model ({_short(there)} there, {_short(now)} now)"
+        return f"the same model with other settings ({_config_changes(there, now)})"
     if key == "responses":
         old_path, new_path = (str(p) if p is not None else "none" for p in (there, now))
         if Path(old_path).name != Path(new_path).name:  # the names tell them apart
             old_path, new_path = Path(old_path).name, Path(new_path).name
         return f"other responses ({_tail(old_path)} there, {_tail(new_path)} now)"
     if isinstance(there, dict) and isinstance(now, dict):
-        old, new = _flatten(there), _flatten(now)
-        keys = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
-        shown = "; ".join(f"{k}: {_short(old.get(k), 30)} there, {_short(new.get(k), 30)} now" for k in keys[:3])
-        more = f"; and {len(keys) - 3} more" if len(keys) > 3 else ""
-        return f"another {key} config ({shown}{more})"
+        return f"another {key} config ({_config_changes(there, now)})"
     return f"another {key} ({_short(there)} there, {_short(now)} now)"
+
+
+def _config_changes(there: dict[str, Any], now: dict[str, Any]) -> str:
+    """The keys (dotted) whose values differ, with both values, at most three of them."""
+    old, new = _flatten(there), _flatten(now)
+    keys = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+    shown = "; ".join(f"{k}: {_short(old.get(k), 30)} there, {_short(new.get(k), 30)} now" for k in keys[:3])
+    return shown + (f"; and {len(keys) - 3} more" if len(keys) > 3 else "")
 
 
 def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] = IDENTITY_FIELDS) -> None:
@@ -200,6 +206,10 @@ def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] 
         if key not in spec:
             continue
         there, now = previous.get(key), spec.get(key)
+        if key == "model":  # the endpoint's address may change between runs; what it serves may not
+            from halluscope.runs.respond import comparable_identity
+
+            there, now = comparable_identity(there), comparable_identity(now)
         same = _same_responses(there, now) if key == "responses" else there == now
         if not same:
             raise RunDirError(
