@@ -212,7 +212,8 @@ def run_model(out: Path, model: str, *extra: str, cache: Path | None = None) -> 
 
     args = [
         "run", "-b", "tri-he", "--data", str(tri_he_layout()), "--model", model, "--limit", str(N),
-        "--out", str(out), "--quiet", "--model-opt", "max_retries=0", "--judge", "similarity",
+        "--out", str(out), "--quiet", "--judge", "similarity",
+        *(["--model-opt", "max_retries=0"] if model.startswith("openai/") else []),
         *(["--cache", str(cache)] if cache else ["--no-cache"]), *extra,
     ]  # fmt: skip
     return CliRunner().invoke(app, args, terminal_width=200)
@@ -328,6 +329,10 @@ def test_an_empty_or_unmatched_or_binary_responses_file_is_an_error_naming_it(tm
         said = " ".join(result.output.split())
         assert result.exit_code == 2, (path, result.output)
         assert str(path) in said and why in said, said
+    # The same file replayed as a model's answers is named too.
+    replayed = run_model(tmp_path / "run-replay", f"replay/{binary}")
+    said = " ".join(replayed.output.split())
+    assert replayed.exit_code == 2 and f"{binary}: not a UTF-8 text file" in said, said
 
 
 def test_an_answers_file_for_other_samples_of_the_benchmark_is_an_error(tmp_path: Path) -> None:
