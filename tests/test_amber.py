@@ -163,3 +163,49 @@ def test_selection_ids_and_bad_data(tmp_path: Path) -> None:
         Amber(AMBER_DIR, types=["counting"])
     with pytest.raises(ValueError, match="lacks"):
         Amber(tmp_path)
+
+
+def _run(tmp_path: Path, responses: Path, *extra: str) -> Any:
+    from typer.testing import CliRunner
+
+    from halluscope.cli.main import app
+
+    args = ["run", "-b", "amber", "--data", str(AMBER_DIR), "-r", str(responses), "--out", str(tmp_path / "run"),
+            "--no-cache", "--quiet", *extra]  # fmt: skip
+    return CliRunner().invoke(app, args, terminal_width=300)
+
+
+def test_own_layout_duplicates_and_bad_json_are_named_with_file_and_line(tmp_path: Path) -> None:
+    ids = [s.id for s in Amber(AMBER_DIR, types=["existence"], limit=2).samples()]
+    answers = tmp_path / "answers.json"
+    answers.write_text(
+        "[\n"
+        f'  {{"id": {ids[0]}, "response": "Yes"}},\n'
+        f'  {{"id": {ids[1]}, "response": "No"}},\n'
+        f'  {{"id": {ids[0]}, "response": "No"}}\n'
+        "]\n"
+    )
+    result = _run(tmp_path, answers, "--bench-opt", "types=existence", "--limit", "2")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert f"answers.json line 4 (item 2): duplicate id {ids[0]} (first on line 2); the first answer is kept" in said
+    logged = {json.loads(line)["id"]: json.loads(line)["response"]
+              for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()}  # fmt: skip
+    assert logged[ids[0]] == "Yes"  # the first answer, not the later duplicate
+
+    answers.write_text('[\n  {"id": 1, "response": "Yes"},\n  {"id": 2, "response": "No",}\n]\n')
+    broken = _run(tmp_path, answers, "--bench-opt", "types=existence", "--limit", "2", "--overwrite")
+    said = " ".join(broken.output.split())
+    assert broken.exit_code == 2 and f"{answers} line 3 column" in said and "not valid JSON" in said
+
+
+def test_spec_names_the_tagger_that_ran(tmp_path: Path) -> None:
+    first = next(iter(Amber(AMBER_DIR, types=["generative"], limit=1).samples()))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(json.dumps({"id": first.id, "response": "A dog on a rug."}) + "\n")
+    result = _run(tmp_path, answers, "--bench-opt", "types=generative", "--bench-opt", "word_similarity=exact",
+                  "--limit", "1")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    spec = json.loads((tmp_path / "run" / "spec.json").read_text())["benchmark"]
+    assert spec["tagger"] in ("nltk", "spacy")
+    assert spec["tagger"] == ("spacy" if "spacy_model" in spec else "nltk")

@@ -104,10 +104,13 @@ def test_parser_codes_refusals_as_unclear() -> None:
 
 @pytest.mark.parametrize(
     ("reply", "code"),
-    [("correct", 1), ("Incorrect.", 0), ("The prediction is correct", 1), ("unclear", 2), ("", 2),
-     ("not incorrect", 0)],
+    [("correct", 1), ("Incorrect.", 0), ("The prediction is correct", 1), ("unclear", 2), ("", None),
+     ("not incorrect", 0), ("<think>Is it correct? The figure", None), ("<think>maybe incorrect</think>", None),
+     ("<think>it conflicts, so not correct</think>\nincorrect", 0), ("<think>hmm</think> Correct", 1),
+     ("I cannot say.", None)],
 )
-def test_grader_reply_mapping_is_the_official_one(reply: str, code: int) -> None:
+def test_grader_reply_mapping_is_the_official_one(reply: str, code: int | None) -> None:
+    """The official words, read outside ``<think>`` blocks; a reply naming none of them is no verdict."""
     assert correctness_from_reply(reply) == code
 
 
@@ -122,3 +125,46 @@ def test_llm_grader_reads_replies_and_failures_stay_unjudged(scripted_server: Sc
     judge.client.max_retries, judge.client.backoff_s = 1, 0.01
     (failed,) = asyncio.run(judge.grade_many([("Is it?", "Yes.", "Yes.")]))
     assert isinstance(failed, JudgeFailure) and "judge failed" in failed.reason
+
+
+def test_garbled_grader_replies_are_unjudged_and_asked_again(tmp_path: Path) -> None:
+    """VS questions asked without a figure (figure_id 0), where "unclear" counts as correct: an empty, a
+    cut-off and a still-thinking reply must not become "unclear". They leave their items unjudged (the run
+    fails on the judge's share), are not cached, and the next run asks again."""
+    from halluscope.runs.runner import StageFailureError
+
+    bench = HallusionBench(HB_DIR, categories=["VS"], limit=4, judge="llm", llm_model="grader")
+    samples = list(bench.samples())
+    assert {s.metadata["figure_id"] for s in samples} == {"0"}
+    answers = {s.id: Response(id=s.id, response=f"answer {i}") for i, s in enumerate(samples)}
+    garbled = {
+        "answer 0": completion(""),
+        "answer 1": completion("<think>The reference says the value rose, and the predic", finish_reason="length"),
+        "answer 2": completion("corr", finish_reason="length"),
+    }
+    state = {"fixed": False}
+
+    def respond(body: object) -> object:
+        prompt = str(body["messages"][-1]["content"])  # type: ignore[index]
+        which = next(a for a in (f"answer {i}" for i in range(4)) if f"Predicted answer: {a}" in prompt)
+        return completion("incorrect") if state["fixed"] or which not in garbled else garbled[which]
+
+    cache, out = Cache(tmp_path / "cache.sqlite"), tmp_path / "run"
+    with ScriptedServer(responder=respond) as server:  # type: ignore[arg-type]
+        bench.llm_base_url = server.base_url
+        with pytest.raises(StageFailureError) as caught:
+            run_benchmark(bench, answers, ScoringContext(cache=cache), out, show_progress=False)
+        assert (caught.value.stage, caught.value.failed, caught.value.reached) == ("judge", 3, 4)
+        report = caught.value.report
+        assert report.counts["scored"] == 1 and report.counts["unclear"] == 0
+        assert report.metrics["aAcc"] == 0.0  # the one judged answer is wrong; nothing counted as correct
+        records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+        assert [r["failed_stage"] for r in records] == ["judge", "judge", "judge", None]
+        assert "no verdict" in records[0]["failure"] and "cut off" in records[1]["failure"]
+
+        sent = len(server.chat_requests())
+        state["fixed"] = True
+        bench._judge = None
+        again = run_benchmark(bench, answers, ScoringContext(cache=cache), out, show_progress=False)
+        assert len(server.chat_requests()) == sent + 3  # the three garbled replies were not kept
+    assert again.counts["scored"] == 4 and again.metrics["aAcc"] == 0.0

@@ -200,8 +200,10 @@ def test_cli_run_with_hqh_llm_records_failures_and_resumes(scripted_server: Scri
     args = ["run", "-b", "hqh", "--data", str(HQH_DIR), "--bench-opt", "types=OCR", "--limit", "40",
             "-r", str(answers), "--judge", "hqh-llm", "--judge-model", "m", "--base-url", scripted_server.base_url,
             "--judge-opt", "timeout_s=5", "--out", str(out), "--no-cache", "-q"]  # fmt: skip
-    first = CliRunner().invoke(app, args)
-    assert first.exit_code == 0, first.output
+    first = CliRunner().invoke(app, args, terminal_width=300)
+    # One judge failure in three judged answers is over the default share: the run says so (exit 1).
+    assert first.exit_code == 1, first.output
+    assert "the judge failed on 1 of 3 samples" in " ".join(first.output.split())
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["counts"]["judged"] == 2 and metrics["metrics"]["ocr"] == 1.0
     records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
@@ -211,3 +213,28 @@ def test_cli_run_with_hqh_llm_records_failures_and_resumes(scripted_server: Scri
     second = CliRunner().invoke(app, args)
     assert second.exit_code == 0, second.output
     assert json.loads((out / "metrics.json").read_text())["counts"]["judged"] == 3
+
+
+@pytest.mark.full_data
+def test_evaluate_with_an_unreachable_hqh_llm_judge_raises(tmp_path: Path) -> None:
+    """Every judge call fails: the run does not return a result of empty metrics, it fails naming the cause."""
+    import socket
+
+    from halluscope.api import EvaluationError, evaluate
+    from halluscope.benchmarks.hqh import HQH
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    items = json.loads((HQH_DIR / "HQH.json").read_text())
+    usable = [s.id for s in HQH(HQH_DIR, types=["OCR"]).samples() if not s.metadata.get("problem")][:3]
+    chosen = [x for x in items if str(x["id"]) in usable]
+    answers = [{"id": str(x["id"]), "response": f"answer {i}"} for i, x in enumerate(chosen)]
+    with pytest.raises(EvaluationError, match=r"the judge failed on 3 of 3 samples .*could not reach"):
+        evaluate(
+            "hqh", data=HQH_DIR, responses=answers, judge="hqh-llm", out=tmp_path / "run", cache=False,
+            bench_options={"types": "OCR"}, only_answered=True,
+            judge_options={"model": "m", "base_url": f"http://127.0.0.1:{port}/v1"},
+        )  # fmt: skip
+    records = [json.loads(line) for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert [r["failed_stage"] for r in records] == ["judge"] * 3

@@ -423,3 +423,27 @@ def test_unknown_image_id_is_named(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "'nope'" in result.output
+
+
+def test_pairs_the_llm_filter_could_not_check_are_kept_marked_unfiltered(
+    scripted_server: ScriptedServer, tmp_path: Path, embedder: Embedder, sandbox: Sandbox
+) -> None:
+    from tests.scripted_server import error
+
+    cache = Cache(tmp_path / "cache.sqlite")
+    scripted_server.push(completion(GENERATION), error(503, "filter model overloaded"))
+    out = tmp_path / "built"
+    summary = _run_build(scripted_server, out, embedder, sandbox, cache)
+    funnel = summary["funnel"]
+    # The 5 pairs that reached the filter went unchecked; the trivial one is kept now, never called checked.
+    assert funnel["llm_filter_unchecked"] == 5 and funnel["kept"] == 4 and funnel["kept_unfiltered"] == 4
+    rows = json.loads((out / "prove.json").read_text())
+    assert len(rows) == 4
+    assert all("LLM filter failed" in r["unfiltered"] and "503" in r["unfiltered"] for r in rows)
+
+    # The filter comes back: the next run checks those pairs (the generation comes from the cache).
+    scripted_server.push(completion(FILTER_REPLY))
+    again = _run_build(scripted_server, out, embedder, sandbox, cache)
+    assert again["images_reused"] == 0 and again["funnel"]["kept"] == 3
+    assert again["funnel"]["kept_unfiltered"] == 0
+    assert not any("unfiltered" in r for r in json.loads((out / "prove.json").read_text()))

@@ -109,9 +109,9 @@ async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
         model = create_model(f"openai/model-a?base_url={server.base_url}", cache=Cache(None))
         await collect_responses(bench, model, tmp_path, show_progress=False)
         other = create_model(f"openai/model-b?base_url={server.base_url}", cache=Cache(None))
-        with pytest.raises(RespondError, match="different model"):
+        with pytest.raises(RespondError, match=r"another model \(openai/model-a there, openai/model-b now\)"):
             await collect_responses(bench, other, tmp_path, show_progress=False)
-        with pytest.raises(RespondError, match="different generation"):
+        with pytest.raises(RespondError, match=r"another generation config \(max_tokens: 512 there, 7 now\)"):
             await collect_responses(bench, model, tmp_path, show_progress=False, max_tokens=7)
 
 
@@ -198,3 +198,21 @@ def test_cli_respond_with_replay_and_models_listing(tmp_path: Path) -> None:
     for name in ("openai", "replay", "blind", "scene-oracle", "eyes-closed", "general-description"):
         assert name in listing.output
     assert "max_side" in listing.output
+
+
+def test_respond_stops_when_the_key_is_refused_and_keeps_what_was_answered(tmp_path: Path) -> None:
+    """The first answer arrives, then the endpoint refuses the key: ``respond`` stops (exit 2) naming the
+    cause, the remaining questions are not sent, and the answer received is kept for the next run."""
+    replies = iter([completion("A dog on a rug."), error(401, "key revoked")])
+    out = tmp_path / "out"
+    with ScriptedServer(responder=lambda body: next(replies)) as server:
+        args = ["respond", "-b", "tri-he", "--data", str(tri_he_layout()), "--limit", "3", "--concurrency", "1",
+                "-m", f"openai/vlm?base_url={server.base_url}", "--out", str(out), "--no-cache", "-q"]  # fmt: skip
+        result = CliRunner().invoke(app, args, terminal_width=300)
+        sent = len(server.chat_requests())
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert "cannot answer" in said and "authentication failed" in said and "key revoked" in said
+    assert sent == 2  # the third question was never sent
+    assert [r["response"] for r in _lines(out / RESPONSES_FILE)] == ["A dog on a rug."]
+    assert "LLMAuthError" in json.loads((out / "respond.json").read_text())["stopped"]

@@ -229,3 +229,30 @@ def test_programs_never_run_in_the_calling_process(sandbox: Sandbox) -> None:
     assert result.ok
     process = sandbox._process
     assert process is not None and process.pid != os.getpid()
+
+
+FORGER = """
+import os
+def verify(g):
+    for fd in range(3, 64):
+        try:
+            os.write(fd, FORGED)
+        except OSError:
+            continue
+        os._exit(0)
+"""
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [b'{"status": {"nested": 1}}', b'{"status": "escaped", "value": 1}', b'{"status": "ok", "error": ["x"]}'],
+)
+def test_a_forged_result_is_that_programs_sandbox_error(bare_sandbox: Sandbox, forged: bytes) -> None:
+    """Without RestrictedPython a program can write its own bytes to the result pipe: that one program
+    gets ``sandbox_error``, and the programs around it in the batch keep their results."""
+    program = FORGER.replace("FORGED", repr(forged))
+    before, forger, after = bare_sandbox.run(
+        GRAPH, ["def verify(g):\n    return 1\n", program, "def verify(g):\n    return 2\n"]
+    )
+    assert forger.status == "sandbox_error" and "invalid result" in (forger.error or ""), forger.describe()
+    assert (before.status, before.value, after.status, after.value) == ("ok", 1, "ok", 2)

@@ -21,6 +21,7 @@ from halluscope.types import MetricsReport, Response, SampleRecord
 if TYPE_CHECKING:
     from halluscope.cache import Cache
     from halluscope.llm.local import LocalLLM
+    from halluscope.responses import ResponsesFile
     from halluscope.stages import Benchmark
 
 __all__ = ["EvaluationError", "EvaluationResult", "evaluate", "load_run"]
@@ -212,6 +213,39 @@ def local_base_url_conflict(local_stages: Iterable[str], other_llm_stages: Itera
     )
 
 
+def read_answers(
+    bench: Benchmark, path: Path, *, benchmark_ids: set[str] | None, key: str | None
+) -> ResponsesFile:
+    """The answers in ``path`` as the benchmark reads them; an :class:`EvaluationError` naming the file when
+    it cannot be read (missing, not text, bad JSON) or holds no answer to any selected sample."""
+    from halluscope.responses import ResponsesError
+
+    path = Path(path)
+    try:
+        loaded = bench.read_responses(path, benchmark_ids=benchmark_ids, key=key)
+    except UnicodeDecodeError as error:
+        raise EvaluationError(
+            f"{path}: not a UTF-8 text file (byte {error.start}: {error.reason}); give the answers as JSON or "
+            "JSONL text"
+        ) from error
+    except (ResponsesError, ValueError, OSError) as error:
+        message = str(error)
+        named = str(path) in message or path.name in message
+        raise EvaluationError(message if named else f"{path}: {message}") from error
+    selected = {s.id for s in bench.samples()}
+    if not any(sample_id in selected for sample_id in loaded.responses):
+        if not loaded.responses:
+            why = "holds no answer" if not loaded.problems else f"holds no usable answer ({loaded.problems[0]})"
+        else:
+            example = next(iter(loaded.responses))
+            why = (
+                f"answers none of the {len(selected)} selected {bench.name} samples ({len(loaded.responses)} "
+                f"answer(s) for other ids, e.g. {example!r})"
+            )
+        raise EvaluationError(f"{path} {why}; nothing would be measured")
+    return loaded
+
+
 def write_responses(responses: Iterable[Response | Mapping[str, Any]], path: Path) -> Path:
     """In-memory answers → a halluscope JSONL file, read back through the same reader as ``--responses``."""
     from halluscope.jsonio import write_jsonl_atomic
@@ -229,6 +263,19 @@ def write_responses(responses: Iterable[Response | Mapping[str, Any]], path: Pat
     path.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl_atomic(path, rows)
     return path
+
+
+def _check_out(out_dir: Path, fields: Mapping[str, Any], overwrite: bool) -> None:
+    """Refuse, before any answer is collected or written, an ``out`` that holds another run."""
+    from halluscope.runs.runner import check_run_dir
+    from halluscope.runs.store import RunDirError
+
+    if overwrite:
+        return
+    try:
+        check_run_dir(out_dir, fields, tuple(fields))
+    except RunDirError as error:
+        raise EvaluationError(str(error).replace("--out", "out=").replace("--overwrite", "overwrite=True")) from error
 
 
 # --- evaluate -------------------------------------------------------------------------------------------
@@ -345,8 +392,7 @@ def _evaluate(
     from halluscope.cache import Cache
     from halluscope.claims import EXTRACTORS
     from halluscope.judges import ENTAILMENT_JUDGES, JUDGES
-    from halluscope.responses import ResponsesError
-    from halluscope.runs.runner import StageFailureError, run_benchmark
+    from halluscope.runs.runner import StageFailureError, discard_run, run_benchmark
     from halluscope.runs.store import RunDirError
     from halluscope.stages import ScoringContext
 
@@ -369,19 +415,18 @@ def _evaluate(
         store = Cache(Path(cache))
 
     spec_extra: dict[str, Any] = {}
+    model_failures: dict[str, str] = {}
+    if overwrite and model is not None:
+        discard_run(out_dir)  # the answers of the run being replaced go too (the cache still has them)
     if responses is not None:
-        if isinstance(responses, (str, Path)):
-            path = Path(responses)
-            spec_extra["responses"] = str(path)
-        else:
-            path = write_responses(responses, out_dir / "responses.jsonl")
-            spec_extra["responses"] = str(path)
-        try:
-            loaded = bench.read_responses(
-                path, benchmark_ids=known_sample_ids(benchmark, data_path, b_options, bench), key=responses_key
-            )
-        except (ResponsesError, ValueError, OSError) as error:
-            raise EvaluationError(str(error)) from error
+        path = Path(responses) if isinstance(responses, (str, Path)) else out_dir / "responses.jsonl"
+        spec_extra["responses"] = str(path)
+        _check_out(out_dir, {"model": None, "responses": str(path)}, overwrite)
+        if not isinstance(responses, (str, Path)):
+            write_responses(responses, path)
+        loaded = read_answers(
+            bench, path, benchmark_ids=known_sample_ids(benchmark, data_path, b_options, bench), key=responses_key
+        )
         if loaded.problems:
             if strict:
                 raise EvaluationError(f"{len(loaded.problems)} problem(s) in {path}: {loaded.problems[0]}")
@@ -392,12 +437,15 @@ def _evaluate(
     else:
         from halluscope.models.spec import create_model
         from halluscope.registry import UnknownComponentError
-        from halluscope.runs.respond import collect_responses
+        from halluscope.runs.respond import RespondError, collect_responses, read_respond_errors
 
         try:
             model_obj = create_model(str(model), cache=store, **dict(model_options or {}))
         except (UnknownComponentError, ValueError, TypeError) as error:
             raise EvaluationError(f"model {model!r}: {error}") from error
+        spec_extra["model"] = model_obj.identity()
+        spec_extra["responses"] = str(out_dir / "responses.jsonl")
+        _check_out(out_dir, {k: spec_extra[k] for k in ("model", "responses")}, overwrite)
 
         async def collect() -> dict[str, Response]:
             try:
@@ -408,9 +456,11 @@ def _evaluate(
             finally:
                 await model_obj.aclose()
 
-        answers = asyncio.run(collect())
-        spec_extra["model"] = model_obj.identity()
-        spec_extra["responses"] = str(out_dir / "responses.jsonl")
+        try:
+            answers = asyncio.run(collect())
+        except RespondError as error:
+            raise EvaluationError(str(error)) from error
+        model_failures = read_respond_errors(out_dir)
 
     if only_answered:
         from halluscope.runs.selection import answered_only
@@ -465,6 +515,7 @@ def _evaluate(
             report = run_benchmark(
                 bench, answers, ctx, out_dir, spec_extra=spec_extra, chunk_size=chunk_size,
                 show_progress=progress, overwrite=overwrite, max_failure_share=max_failure_share,
+                model_failures=model_failures,
             )
         except RunDirError as error:
             raise EvaluationError(str(error)) from error

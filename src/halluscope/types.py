@@ -168,8 +168,10 @@ class SampleRecord(BaseModel):
     claims_source: str | None = None
     #: Set when a stage failed for this sample; the sample is kept and reported, not dropped.
     failure: str | None = None
-    #: The stage whose failure left this sample unscored ("extractor", "judge"); None when there is no
-    #: failure or it lies in the data (a missing response). Stage failures decide whether a run failed.
+    #: The stage whose failure left this sample unscored ("model", "extractor", "judge", "scoring"), or
+    #: "input" when the failure lies in the data (a missing response, no scene graph); None without a
+    #: failure. The runner fills it in for every benchmark (``runs.runner.settle_failures``); stage
+    #: failures decide whether a run failed.
     failed_stage: str | None = None
     image_id: str | None = None
     image_path: str | None = None

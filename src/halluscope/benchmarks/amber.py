@@ -116,6 +116,46 @@ def judge_description(
     }
 
 
+def _read_own_layout(path: Path, benchmark_ids: set[str] | None) -> ResponsesFile:
+    """AMBER's own answers layout, a JSON list of ``{"id", "response"}``: every problem names the file and
+    the line of the item; a duplicate id keeps the first answer."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ClosedDataError(
+            f"{path} line {error.lineno} column {error.colno}: not valid JSON ({error.msg})"
+        ) from error
+    # Where each item starts: parse it again with positions (a decoder walk over the top-level list).
+    decoder = json.JSONDecoder()
+    starts: list[int] = []
+    position = text.index("[") + 1
+    while len(starts) < len(rows):
+        while text[position] in " \t\r\n,":
+            position += 1
+        starts.append(text.count("\n", 0, position) + 1)
+        _, position = decoder.raw_decode(text, position)
+    result = ResponsesFile()
+    first: dict[str, int] = {}
+    for index, (row, line) in enumerate(zip(rows, starts, strict=True)):
+        where = f"{path.name} line {line} (item {index})"
+        if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("response"), str):
+            result.problems.append(f"{where}: needs 'id' and a string 'response'")
+            continue
+        sample_id = str(row["id"])
+        if benchmark_ids is not None and sample_id not in benchmark_ids:
+            result.problems.append(f"{where}: id {sample_id} is not an item of the benchmark")
+            continue
+        if sample_id in first:
+            result.problems.append(
+                f"{where}: duplicate id {sample_id} (first on line {first[sample_id]}); the first answer is kept"
+            )
+            continue
+        first[sample_id] = line
+        result.responses[sample_id] = Response(id=sample_id, response=row["response"])
+    return result
+
+
 class Amber(Benchmark):
     name: ClassVar[str] = "amber"
 
@@ -231,8 +271,19 @@ class Amber(Benchmark):
         }
         if "generative" in self.types:
             spec["word_similarity"] = self.similarity().identity()
-            spec["tagger"] = self.tagger
+            nouns = self.nouns()  # the tagger that runs ("auto" resolved), not the option's word
+            spec["tagger"] = nouns.tagger
+            if nouns.tagger == "spacy":
+                spec["spacy_model"] = nouns.spacy_model
         return spec
+
+    def nouns(self) -> Any:
+        """The noun tagger, made once (``auto`` is resolved here, to NLTK when its data is installed)."""
+        from halluscope.claims.nouns import NounExtractor
+
+        if self._nouns is None:
+            self._nouns = NounExtractor(self.tagger)
+        return self._nouns
 
     def similarity(self) -> Any:
         from halluscope.judges.word_similarity import WordSimilarity
@@ -253,18 +304,7 @@ class Amber(Benchmark):
         """halluscope JSONL, AMBER's own layout (a JSON list of ``{"id", "response"}``), or another harness's."""
         path = Path(path)
         if path.suffix == ".json" and path.read_text(encoding="utf-8").lstrip().startswith("["):
-            result = ResponsesFile()
-            for index, row in enumerate(json.loads(path.read_text(encoding="utf-8"))):
-                where = f"{path.name} item {index}"
-                if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("response"), str):
-                    result.problems.append(f"{where}: needs 'id' and a string 'response'")
-                    continue
-                sample_id = str(row["id"])
-                if benchmark_ids is not None and sample_id not in benchmark_ids:
-                    result.problems.append(f"{where}: id {sample_id} is not an item of the benchmark")
-                    continue
-                result.responses[sample_id] = Response(id=sample_id, response=row["response"])
-            return result
+            return _read_own_layout(path, benchmark_ids)
         return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
 
     async def score_many(
@@ -275,14 +315,10 @@ class Amber(Benchmark):
             (s, r) for s, r in pairs if s.metadata["type"] == "generative" and isinstance(r, Response)
         ]
         if descriptions:
-            from halluscope.claims.nouns import NounExtractor
-
-            if self._nouns is None:
-                self._nouns = NounExtractor(self.tagger)
             similarity = self.similarity()
             similarity.cache = ctx.cache
             similarity.prepare(self.vocabulary)
-            nouns = self._nouns.extract_many([r.response for _, r in descriptions])
+            nouns = self.nouns().extract_many([r.response for _, r in descriptions])
             for (sample, response), found in zip(descriptions, nouns, strict=True):
                 verdict = judge_description(
                     found,

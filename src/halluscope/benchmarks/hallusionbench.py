@@ -229,6 +229,7 @@ class HallusionBench(Benchmark):
                     verdict = graded[sample.id]
                     if isinstance(verdict, str):
                         failure, extras["correctness"] = verdict, None
+                        extras["failed_stage"] = "judge"
                     else:
                         extras["correctness"] = verdict
                 else:

@@ -439,6 +439,7 @@ class HQH(Benchmark):
     ) -> list[SampleRecord]:
         judge = ctx.judge
         failures: dict[str, str] = {}
+        stages: dict[str, str] = {}  # sample id → the stage that failed it, when not its inputs
         empty: dict[str, HQHJudgement] = {}
         items: list[HQHItem] = []
         for sample, response in pairs:
@@ -451,6 +452,7 @@ class HQH(Benchmark):
                 failures[sample.id] = (
                     f"judge {name!r} cannot judge HQH answers; use --judge hqh-rules (offline) or hqh-llm"
                 )
+                stages[sample.id] = "judge"
             elif not response.response.strip():
                 empty[sample.id] = HQHJudgement.unjudged("empty answer: nothing to judge", "empty")
             else:
@@ -482,6 +484,7 @@ class HQH(Benchmark):
             outcome = results.get(sample.id)
             if isinstance(outcome, Failure):
                 failure = f"HQH item {sample.id}: {outcome.reason}"
+                stages[sample.id] = "judge"
             elif isinstance(outcome, HQHJudgement):
                 extras.update(outcome.record_fields())
             records.append(
@@ -490,6 +493,7 @@ class HQH(Benchmark):
                     prompt=sample.prompt,
                     response=response.response if response else None,
                     failure=failure,
+                    failed_stage=stages.get(sample.id, "input") if failure else None,
                     image_id=sample.image_id,
                     image_path=sample.image_path,
                     reference=sample.reference,

@@ -463,6 +463,8 @@ class Prove(Benchmark):
         graphs: dict[int, SceneGraph] = {}
         answers: dict[int, list[SceneTuple]] = {}
         todo: list[tuple[int, Response]] = []
+        # The stage of each failure that is not the inputs' fault (the runner calls the others "input").
+        stages: dict[int, str] = {}
         for index, (sample, response) in enumerate(pairs):
             if sample.metadata.get("load_error"):
                 failures[index] = str(sample.metadata["load_error"])
@@ -487,11 +489,14 @@ class Prove(Benchmark):
             todo.append((index, response))
 
         extracted = await self._response_tuples(todo, ctx, graphs)
+        todo_response = dict(todo)
         items: list[tuple[int, ProveItem, str]] = []
         for index, _ in todo:
             got = extracted[index]
             if isinstance(got, Failure):
                 failures[index] = f"sample {pairs[index][0].id}: {got.reason}"
+                if not isinstance(todo_response[index].metadata.get("tuples"), list):  # supplied tuples: input
+                    stages[index] = "extractor"
                 continue
             tuples, source = got
             sample = pairs[index][0]
@@ -507,13 +512,15 @@ class Prove(Benchmark):
             sample, response = pairs[index]
             if isinstance(result, Failure):
                 failures[index] = f"sample {sample.id}: {result.reason}"
+                stages[index] = "judge"
                 continue
             records[index] = self._record(sample, response, source, item, result)
         for index, reason in failures.items():
             sample, response = pairs[index]
             records[index] = SampleRecord(
                 id=sample.id, prompt=sample.prompt, response=response.response if response else None,
-                failure=reason, image_id=sample.image_id, image_path=sample.image_path,
+                failure=reason, failed_stage=stages.get(index, "input"),
+                image_id=sample.image_id, image_path=sample.image_path,
                 reference=sample.reference, model=response.model if response else None,
                 metadata={"question_type": sample.metadata.get("question_type")},
             )

@@ -116,6 +116,7 @@ async def score_open_answers(
             records[i].failure = "missing response: the responses file has no answer for this sample"
         elif scenes[i] is None:
             records[i].failure = f"no scene graph for image {sample.image_id!r}"
+            records[i].failed_stage = "input"
         elif response.claims is not None:
             claims_of[i] = list(dict.fromkeys(response.claims))
             records[i].claims_source = "supplied"

@@ -194,6 +194,9 @@ class QAPair(BaseModel):
     detail: str | None = None
     program_answer: Any = None
     similarity: float | None = None
+    #: Why the LLM filter could not check this pair (its call failed, or its reply had no verdict for the
+    #: pair); None when it was checked or not asked for. Such a pair is kept, flagged ``unfiltered``.
+    unfiltered: str | None = None
 
 
 class ImageResult(BaseModel):
@@ -575,7 +578,11 @@ class ProveBuilder:
         return None
 
     async def _llm_filter(self, pairs: list[QAPair]) -> int:
-        """Mark pairs the LLM calls trivial/incomplete/unnatural; returns how many it left unjudged (kept)."""
+        """Mark pairs the LLM calls trivial/incomplete/unnatural; returns how many it could not check.
+
+        A pair it could not check (the call failed, or the reply gives no verdict for it) goes on, marked
+        ``unfiltered`` with the reason: counted, flagged in the output, never passed off as checked.
+        """
         from halluscope.llm.client import LLMError
 
         listing = "\n".join(
@@ -590,14 +597,18 @@ class ProveBuilder:
                 max_tokens=12 * len(pairs) + 20,
                 seed=self.options.seed,
             )
-        except LLMError:
+        except LLMError as error:
+            for pair in pairs:
+                pair.unfiltered = f"the LLM filter failed: {error}"
             return len(pairs)
         verdicts = parse_filter_verdicts(reply.text, len(pairs))
         for number, pair in enumerate(pairs, 1):
             verdict = verdicts.get(number)
-            if verdict and verdict != "ok":
+            if verdict is None:
+                pair.unfiltered = "the LLM filter's reply gave no verdict for this pair"
+            elif verdict != "ok":
                 pair.stage, pair.reason, pair.detail = "filtered", f"llm_{verdict}", "judged " + verdict
-        return sum(1 for n in range(1, len(pairs) + 1) if n not in verdicts)
+        return sum(1 for pair in pairs if pair.unfiltered)
 
     def _dedupe(self, pairs: list[QAPair]) -> None:
         if len(pairs) < 2:
@@ -646,6 +657,8 @@ def funnel(results: Sequence[ImageResult]) -> dict[str, Any]:
             len(r.pairs) - len({(p.question.lower(), p.answer.lower()) for p in r.pairs}) for r in results
         ),
         "llm_filter_unchecked": sum(r.llm_filter_unchecked for r in results),
+        # Kept pairs the LLM filter never checked (marked "unfiltered" in prove.json).
+        "kept_unfiltered": sum(1 for p in pairs if p.stage == "kept" and p.unfiltered),
         "seconds": round(sum(r.seconds for r in results), 1),
     }
 
@@ -685,6 +698,7 @@ def released_rows(
                     "qa_diff_tuples": [t.text() for t in diff],
                     "program": pair.program,
                     "program_answer": pair.program_answer,
+                    **({"unfiltered": pair.unfiltered} if pair.unfiltered else {}),
                 }
             )
     return rows
@@ -743,7 +757,11 @@ async def build_prove_async(
                 saved = ImageResult.model_validate_json(path.read_text(encoding="utf-8"))
             except ValueError:
                 saved = None
-        if saved is not None and saved.key == key and saved.image_id == image_id and not saved.error:
+        # An image whose pairs the LLM filter could not all check is built again (its LLM calls are cached).
+        if (
+            saved is not None and saved.key == key and saved.image_id == image_id and not saved.error
+            and not saved.llm_filter_unchecked
+        ):
             results.append(saved)
             reused += 1
             if progress:

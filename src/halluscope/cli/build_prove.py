@@ -249,6 +249,12 @@ def _print_funnel(summary: dict[str, Any], out: Path | None) -> None:
         table.add_row(stage.replace("_", " "), str(f[stage]), f"{f['percent'][stage]:g}", reasons)
     out_console = console()
     out_console.print(table)
+    if f.get("kept_unfiltered"):
+        console(stderr=True).print(
+            f"[yellow]{f['kept_unfiltered']} kept pair(s) were not checked by the LLM filter (its call failed "
+            "or gave no verdict for them); they are marked \"unfiltered\" in prove.json. Re-run to check them."
+            "[/yellow]"
+        )
     if summary["errors"]:
         err = console(stderr=True)
         for image_id, error in summary["errors"].items():

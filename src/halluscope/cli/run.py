@@ -93,6 +93,7 @@ def run(
         create_stage,
         known_sample_ids,
         local_base_url_conflict,
+        read_answers,
     )
     from halluscope.benchmarks import ScoringContext
     from halluscope.claims import EXTRACTORS
@@ -101,8 +102,7 @@ def run(
     from halluscope.llm.local import is_local
     from halluscope.registry import UnknownComponentError
     from halluscope.report.table import metrics_table
-    from halluscope.responses import ResponsesError
-    from halluscope.runs.runner import StageFailureError, run_benchmark
+    from halluscope.runs.runner import StageFailureError, check_run_dir, discard_run, run_benchmark
     from halluscope.runs.store import RunDirError
 
     out_console = console()
@@ -193,16 +193,28 @@ def run(
         except EvaluationError as error:
             fail(str(error))
 
+    def check_out(fields: dict[str, Any]) -> None:
+        """Refuse an --out holding another run before any answer is collected (not with --overwrite)."""
+        if not overwrite:
+            try:
+                check_run_dir(out, fields, tuple(fields))
+            except RunDirError as error:
+                fail(str(error))
+
     ids = {s.id for s in bench.samples()}
     try:
         known_ids = known_sample_ids(benchmark, data, bench_options, bench)
     except EvaluationError as error:
         fail(str(error))
     spec_extra: dict[str, Any] = {}
+    model_failures: dict[str, str] = {}
+    if overwrite and model:
+        discard_run(out)  # the answers of the run being replaced go too (the cache still has them)
     if responses is not None:
+        check_out({"model": None, "responses": str(responses)})
         try:
-            loaded = bench.read_responses(responses, benchmark_ids=known_ids, key=responses_key)
-        except (ResponsesError, ValueError, OSError) as error:
+            loaded = read_answers(bench, responses, benchmark_ids=known_ids, key=responses_key)
+        except EvaluationError as error:
             fail(str(error))
         if loaded.problems:
             err_console.print(f"[yellow]{len(loaded.problems)} problem(s) in {responses}:[/yellow]")
@@ -219,13 +231,17 @@ def run(
         import asyncio
 
         from halluscope.models.spec import create_model
-        from halluscope.runs.respond import collect_responses
+        from halluscope.runs.respond import RespondError, collect_responses, read_respond_errors
 
         model_options = parse_options(model_opt, "--model-opt")
         try:
             model_obj = create_model((model or [""])[0], cache=store, **model_options)
         except (UnknownComponentError, ValueError, TypeError) as error:
             fail(f"model {model!r}: {error}")
+        spec_extra["model"] = model_obj.identity()
+        spec_extra["responses"] = str(out / "responses.jsonl")
+        check_out({k: spec_extra[k] for k in ("model", "responses")})
+
         async def collect() -> dict[str, Any]:
             try:
                 return await collect_responses(
@@ -236,9 +252,11 @@ def run(
             finally:
                 await model_obj.aclose()
 
-        answers = asyncio.run(collect())
-        spec_extra["model"] = model_obj.identity()
-        spec_extra["responses"] = str(out / "responses.jsonl")
+        try:
+            answers = asyncio.run(collect())
+        except RespondError as error:
+            fail(str(error))
+        model_failures = read_respond_errors(out)
 
     missing = len(ids - set(answers))
     if only_answered:
@@ -249,8 +267,12 @@ def run(
         if missing:
             err_console.print(f"scoring the {len(ids)} answered samples; {missing} without an answer left out")
     elif missing:
+        asked = sum(1 for i in ids if i in model_failures)
+        why = (
+            f" ({asked} because the model's request failed: see {out / 'respond-errors.jsonl'})" if asked else ""
+        )
         err_console.print(
-            f"[yellow]{missing} of {len(ids)} samples have no response; they are recorded as failures "
+            f"[yellow]{missing} of {len(ids)} samples have no response{why}; they are recorded as failures "
             "and left out of the rates.[/yellow]"
         )
 
@@ -286,6 +308,7 @@ def run(
                 show_progress=not quiet and interactive(),
                 overwrite=overwrite,
                 max_failure_share=max_failure_share,
+                model_failures=model_failures,
             )
         except RunDirError as error:
             fail(str(error))

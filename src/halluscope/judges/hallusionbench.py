@@ -4,18 +4,23 @@ correct, incorrect or unclear — the paper's way, with halluscope's own prompt 
 Differences from the official loop, on purpose: retries are bounded (the official loop retries forever on
 any exception), and a call that still fails leaves the item *unjudged* (recorded with the reason, redone on
 the next run) instead of stopping the run or being filled in. The reply is mapped exactly as the official
-code maps it: "incorrect" anywhere → 0, else "correct" anywhere → 1, else 2 (unclear).
+code maps it: "incorrect" anywhere → 0, else "correct" anywhere → 1, else "unclear" → 2. One difference: a
+reply that says none of the three words (empty, cut off by the token limit, or a reasoning model's
+``<think>`` block without an answer after it) is *unjudged*, not 2 — the official code would call it
+unclear, which counts as correct for visual-supplement questions asked without their figure. Such a reply
+is not cached, so the next run asks again. ``<think>…</think>`` blocks are removed before reading.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from halluscope.cache import Cache
-from halluscope.llm.client import LLMAuthError, LLMBadRequestError, LLMError, stage_client
+from halluscope.llm.client import ChatResult, LLMAuthError, LLMBadRequestError, LLMError, stage_client
 
 __all__ = ["CORRECT", "INCORRECT", "UNCLEAR", "HallusionJudge", "correctness_from_reply"]
 
@@ -39,14 +44,31 @@ Predicted answer: {prediction}
 Reply:"""
 
 
-def correctness_from_reply(text: str) -> int:
-    """The official mapping of a grader's reply to 0 (incorrect), 1 (correct) or 2 (unclear)."""
-    lowered = text.lower()
+#: Room for the one-word reply and a reasoning model's thoughts before it: a reply cut off by the limit
+#: is unjudged, so the limit must not be what decides.
+REPLY_TOKENS = 1024
+
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+def correctness_from_reply(text: str) -> int | None:
+    """The official mapping of a grader's reply to 0 (incorrect), 1 (correct) or 2 (unclear); None when
+    the reply says none of them (empty, or still inside an unclosed ``<think>`` block)."""
+    lowered = _THINK.sub(" ", text).lower()
+    if "<think>" in lowered:  # the reasoning never ended: whatever follows is thought, not the verdict
+        return None
     if "incorrect" in lowered:
         return INCORRECT
     if "correct" in lowered:
         return CORRECT
-    return UNCLEAR
+    if "unclear" in lowered:
+        return UNCLEAR
+    return None
+
+
+def _usable(result: ChatResult) -> bool:
+    """A reply worth keeping: complete (not cut off by the token limit) and naming a verdict."""
+    return result.finish_reason != "length" and correctness_from_reply(result.text) is not None
 
 
 @dataclass(frozen=True)
@@ -89,12 +111,18 @@ class HallusionJudge:
         async def one(question: str, reference: str, prediction: str) -> int | JudgeFailure:
             prompt = GRADER_PROMPT.format(question=question, reference=reference, prediction=prediction)
             try:
-                result = await self.client.chat([{"role": "user", "content": prompt}], max_tokens=8)
+                result = await self.client.chat(
+                    [{"role": "user", "content": prompt}], max_tokens=REPLY_TOKENS, keep=_usable
+                )
             except (LLMAuthError, LLMBadRequestError):
                 raise
             except LLMError as error:
                 return JudgeFailure(f"HallusionBench judge failed: {error}")
-            return correctness_from_reply(result.text)
+            verdict = correctness_from_reply(result.text)
+            if result.finish_reason == "length" or verdict is None:
+                why = "cut off at the token limit" if result.finish_reason == "length" else "no verdict in it"
+                return JudgeFailure(f"HallusionBench judge reply unusable ({why}): {result.text[:120]!r}")
+            return verdict
 
         return list(await asyncio.gather(*(one(*item) for item in items)))
 

@@ -33,7 +33,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -391,11 +391,14 @@ class ChatClient:
         top_logprobs: int | None = None,
         json_mode: bool = False,
         stop: list[str] | None = None,
+        keep: Callable[[ChatResult], bool] | None = None,
     ) -> ChatResult:
         """One chat completion; ``messages`` are OpenAI-format (content: a string or text/image_url parts).
 
         ``top_logprobs`` asks for per-token log-probabilities with that many alternatives (0: only the chosen
-        token's); ``json_mode`` asks the server for a JSON object (``response_format``).
+        token's); ``json_mode`` asks the server for a JSON object (``response_format``). ``keep`` says
+        whether a reply is worth caching (a judge's reply that does not parse is not: the next run asks
+        again instead of reading the same useless reply back); a cached reply it refuses is asked again.
         Raises an :class:`LLMError` subclass on failure.
         """
         payload: dict[str, Any] = {
@@ -422,12 +425,15 @@ class ChatClient:
             hit = self.cache.get(CACHE_NAMESPACE, key)
             if hit is not None:
                 try:
-                    return ChatResult.model_validate({**hit, "cached": True})
+                    cached = ChatResult.model_validate({**hit, "cached": True})
                 except ValueError:
                     log.warning("ignoring an unreadable cached chat result")
+                else:
+                    if keep is None or keep(cached):
+                        return cached
 
         result = await self._with_retries(payload)
-        if self.cache is not None and key is not None:
+        if self.cache is not None and key is not None and (keep is None or keep(result)):
             self.cache.put(CACHE_NAMESPACE, key, result.model_dump(mode="json", exclude={"cached"}))
         return result
 

@@ -14,6 +14,7 @@ __all__ = [
     "LLMRetriesExhaustedError",
     "LLMServerError",
     "LLMTimeoutError",
+    "endpoint_unusable",
 ]
 
 
@@ -72,3 +73,27 @@ class LLMResponseError(LLMError):
 #: Errors that stop a run instead of failing one item: the same request, or any other, would fail alike
 #: (a wrong key, an unknown model name, a prompt longer than the model's context).
 FATAL_ERRORS: tuple[type[LLMError], ...] = (LLMAuthError, LLMBadRequestError)
+
+
+def endpoint_unusable(error: BaseException) -> LLMError | None:
+    """The LLM error in ``error``'s chain when it says the endpoint itself cannot serve this model, else None.
+
+    Such a failure would repeat for every other request, so a collector stops at once instead of failing
+    sample after sample: the endpoint could not be reached after every retry, refused the key (HTTP
+    401/403), does not know the model or the path (HTTP 404), or is not an http(s) URL. A request rejected
+    for its own content (HTTP 400/422: one unreadable image, one prompt too long) fails that sample only,
+    and so do time-outs and server errors, which may be the sample's own doing.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, LLMError):
+            cause = current.last_error if isinstance(current, LLMRetriesExhaustedError) else current
+            if isinstance(cause, LLMAuthError | LLMConnectionError):
+                return current
+            if isinstance(cause, LLMBadRequestError) and cause.status in (None, 404):
+                return current
+            return None
+        current = current.__cause__ or current.__context__
+    return None

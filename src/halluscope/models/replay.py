@@ -301,7 +301,13 @@ class ReplayModel(Model):
     ) -> ReplayModel:
         """``spec`` is the path of the answers file (``replay/runs/llava/answers.jsonl``)."""
         path = Path(spec).expanduser()
-        data = read_answers(path, format=format, key=key, claims_key=claims_key, id_key=id_key)
+        try:
+            data = read_answers(path, format=format, key=key, claims_key=claims_key, id_key=id_key)
+        except UnicodeDecodeError as error:
+            raise ReplayError(
+                f"{path}: not a UTF-8 text file (byte {error.start}: {error.reason}); give the answers as JSON "
+                "or JSONL text"
+            ) from error
         return cls(path, data, key=key, claims_key=claims_key)
 
     def bind(self, benchmark: Benchmark) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from halluscope.jsonio import iter_jsonl, write_json_atomic
+from halluscope.llm.errors import endpoint_unusable
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
 from halluscope.runs.progress import ProgressSink, make_progress
 from halluscope.stages import Benchmark
@@ -48,6 +49,30 @@ DEFAULT_MAX_TOKENS = 512
 
 class RespondError(RuntimeError):
     """The output directory cannot be used (another model's answers, unreadable file)."""
+
+
+class ModelEndpointError(RespondError):
+    """The model's endpoint cannot serve any request (unreachable, key refused, model unknown).
+
+    Collecting stops at the first such failure: every other sample would fail the same way. Answers
+    received before it are kept in ``responses.jsonl``; ``cause`` is the error that stopped it.
+    """
+
+    def __init__(self, message: str, cause: BaseException) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def read_respond_errors(out_dir: Path) -> dict[str, str]:
+    """The failures of the last collection into ``out_dir`` (sample id → error), from ``respond-errors.jsonl``."""
+    path = Path(out_dir) / RESPOND_ERRORS_FILE
+    errors: dict[str, str] = {}
+    if not path.exists():
+        return errors
+    for line in iter_jsonl(path):
+        if line.ok and isinstance(line.value, dict) and isinstance(line.value.get("id"), str):
+            errors[line.value["id"]] = str(line.value.get("error", ""))
+    return errors
 
 
 # -- the responses file ---------------------------------------------------------------------------------
@@ -161,12 +186,14 @@ def to_response(sample_id: str, result: GenerateResult, model_name: str | None) 
     return Response(id=sample_id, response=result.text, claims=claims, model=model_name, metadata=metadata)
 
 
-def _comparable(identity: Any) -> Any:
+def comparable_identity(identity: Any) -> Any:
     """A model identity without what may legitimately change between resumed runs (the endpoint's address)."""
     if isinstance(identity, dict):
-        return {k: _comparable(v) for k, v in identity.items() if k not in {"base_url", "concurrency"}}
+        return {
+            k: comparable_identity(v) for k, v in identity.items() if k not in {"base_url", "concurrency"}
+        }
     if isinstance(identity, list):
-        return [_comparable(v) for v in identity]
+        return [comparable_identity(v) for v in identity]
     return identity
 
 
@@ -198,11 +225,15 @@ def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
             raise RespondError(
                 f"{meta_path} is unreadable ({error}); move it away to start afresh"
             ) from error
+        from halluscope.runs.runner import describe_difference
+
         for key in ("model", "generation"):
-            if _comparable(previous.get(key)) != _comparable(meta.get(key)):
+            there, now = comparable_identity(previous.get(key)), comparable_identity(meta.get(key))
+            if there != now:
+                what = describe_difference(key, there, now)
                 raise RespondError(
-                    f"{out_dir} holds answers collected with a different {key} ({previous.get(key)!r} there, "
-                    f"{meta.get(key)!r} now); choose another --out so the answers are not mixed"
+                    f"{out_dir} holds answers collected with {what}; choose another --out so the answers "
+                    "are not mixed"
                 )
         if previous.get("benchmark_name") != meta.get("benchmark_name"):
             raise RespondError(
@@ -279,6 +310,7 @@ async def collect_responses(
     pending = [s for s in samples if s.id not in existing]
 
     failures: dict[str, str] = {}
+    fatal: list[BaseException] = []  # an endpoint that cannot serve anything: stop asking
     new: dict[str, Response] = {}
     owns_progress = progress is None
     sink = progress if progress is not None else make_progress(show_progress)
@@ -298,6 +330,8 @@ async def collect_responses(
 
         async def worker() -> None:
             for sample in queue:
+                if fatal:
+                    return
                 try:
                     request = build_request(
                         benchmark,
@@ -309,9 +343,11 @@ async def collect_responses(
                     )
                     result = await model.generate(request)
                     response = to_response(sample.id, result, label)
-                except Exception as error:  # one failing sample never stops the others
+                except Exception as error:  # one failing sample never stops the others...
                     failures[sample.id] = f"{type(error).__name__}: {error}"
                     log.debug("sample %s failed: %s", sample.id, failures[sample.id])
+                    if endpoint_unusable(error) is not None:  # ...unless no sample can succeed
+                        fatal.append(error)
                 else:
                     record(response)
                     new[sample.id] = response
@@ -345,5 +381,15 @@ async def collect_responses(
     }
     meta["warnings"] = warnings[:50]
     meta["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    if fatal:
+        meta["stopped"] = f"{type(fatal[0]).__name__}: {fatal[0]}"
     write_json_atomic(out_dir / RESPOND_META_FILE, meta)
+    if fatal:
+        cause = endpoint_unusable(fatal[0]) or fatal[0]
+        raise ModelEndpointError(
+            f"the model {label} cannot answer: {type(cause).__name__}: {cause} — stopped after "
+            f"{len(failures)} failed request(s); {len(collected)} answer(s) collected before are kept in "
+            f"{path}. Fix the endpoint, key or model name and re-run the same command to resume.",
+            cause,
+        )
     return {i: collected[i] for i in ids if i in collected}

@@ -8,16 +8,20 @@ Nothing fails silently (docs/failures.md):
 
 - a line of ``samples.jsonl`` that cannot be read is counted (``counts["corrupt_log_lines"]``, listed in
   ``details``) and its sample redone, never left out of the metrics without a word;
-- a stage failure (the extractor or judge gave a :class:`~halluscope.stages.Failure` for a sample) marks
-  the record failed, so the next run retries it; when stage failures exceed ``max_failure_share`` of the
-  samples that reached the stages, or hit every one of them, :class:`StageFailureError` is raised after
-  ``metrics.json`` is written, naming the stage, the share and the last error.
+- a stage failure (the model, extractor, judge or any other scoring step failed for a sample) marks the
+  record failed, so the next run retries it; :func:`settle_failures` names the stage by one rule for every
+  benchmark, and when stage failures exceed ``max_failure_share`` of the samples that reached the stages,
+  or hit every one of them, :class:`StageFailureError` is raised after ``metrics.json`` is written, naming
+  the stage, the share and the last error;
+- a run directory holding another run (another benchmark config, stages, model or responses file) is
+  refused in one line naming what differs, unless ``overwrite``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -55,26 +59,61 @@ class StageFailureError(RuntimeError):
         self.reached = reached
 
 
+#: ``failed_stage`` of a record whose failure lies in its inputs (no response, no scene graph, a broken
+#: item): no stage ever saw it, so it does not count against any stage.
+INPUT_FAILURE = "input"
+#: ``failed_stage`` of a record whose model request failed (``--model`` runs): the model is a stage too.
+MODEL_STAGE = "model"
+#: ``failed_stage`` given by the runner to a failed record that has a response and names no stage: scoring
+#: failed somewhere, and the failure counts (a benchmark that does not say which stage failed still trips
+#: the check, instead of passing silently).
+SCORING_STAGE = "scoring"
+
+
+def settle_failures(records: list[SampleRecord], model_failures: Mapping[str, str] | None = None) -> None:
+    """Give every failed record its ``failed_stage``, one rule for every benchmark.
+
+    A benchmark may name the stage itself (``extractor``, ``judge``) or mark an input problem
+    (:data:`INPUT_FAILURE`). Otherwise: no response is an input problem, unless the model was asked and
+    failed (``model_failures``, sample id → error), which is a failure of the ``model`` stage; a failure
+    with a response is a failure of ``scoring``.
+    """
+    failed_model = model_failures or {}
+    for record in records:
+        if record.failure is None:
+            record.failed_stage = None
+        elif record.response is None and record.id in failed_model:
+            record.failed_stage = MODEL_STAGE
+            record.failure = f"the model gave no answer: {failed_model[record.id]}"
+        elif record.failed_stage is None:
+            record.failed_stage = INPUT_FAILURE if record.response is None else SCORING_STAGE
+
+
+def is_stage_failure(record: SampleRecord) -> bool:
+    """Whether the record failed in a stage (model, extractor, judge, scoring), not in its inputs."""
+    return record.failure is not None and record.failed_stage not in (None, INPUT_FAILURE)
+
+
 def check_stage_failures(records: list[SampleRecord], max_share: float) -> tuple[str, int, int, str] | None:
     """The worst failing stage as (stage, failed, reached, last error) when it is over the limit, else None.
 
-    "Reached" counts the samples that got to the stages at all: a sample failed by missing data (no
+    "Reached" counts the samples that got to the stages at all: a sample failed by its inputs (no
     response, no scene graph) is a problem of the inputs, reported as such, not a stage failure.
     """
-    reached = [r for r in records if r.failure is None or r.failed_stage is not None]
+    reached = [r for r in records if r.failure is None or is_stage_failure(r)]
     if not reached:
         return None
     worst: tuple[str, int, int, str] | None = None
-    for stage in dict.fromkeys(r.failed_stage for r in reached if r.failed_stage is not None):
+    for stage in dict.fromkeys(r.failed_stage for r in reached if is_stage_failure(r)):
         failed = [r for r in reached if r.failed_stage == stage]
         over = len(failed) == len(reached) or len(failed) > max_share * len(reached)
         if over and (worst is None or len(failed) > worst[1]):
-            worst = (stage, len(failed), len(reached), str(failed[-1].failure))
+            worst = (str(stage), len(failed), len(reached), str(failed[-1].failure))
     return worst
 
 
 #: Spec fields that must match for a run directory to be resumed rather than refused.
-IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model")
+IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model", "responses")
 
 
 def build_spec(
@@ -91,14 +130,100 @@ def build_spec(
     return spec
 
 
-def _check_resumable(out_dir: Path, spec: dict[str, Any]) -> None:
-    previous = read_spec(out_dir)
-    for key in IDENTITY_FIELDS:
-        if previous.get(key) != spec.get(key):
-            raise RunDirError(
-                f"{out_dir} holds a run with a different {key} ({previous.get(key)!r} there, "
-                f"{spec.get(key)!r} now); choose another --out, or pass --overwrite to start it afresh"
+def _short(value: Any, limit: int = 60) -> str:
+    """A value as a few words: a model identity by its name, anything else cut to ``limit`` characters."""
+    if isinstance(value, dict) and ("provider" in value or "model" in value):
+        parts: list[str] = []
+        identity: Any = value
+        while isinstance(identity, dict):
+            name = identity.get("model") or identity.get("name") or identity.get("path")
+            provider = identity.get("provider")
+            parts.append("/".join(str(p) for p in (provider, name) if p) or "?")
+            identity = identity.get("inner")
+        text = ":".join(parts)
+    elif value is None:
+        text = "none"
+    else:
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tail(text: str, limit: int = 60) -> str:
+    """A path cut from the left, where the parts that tell two paths apart usually are."""
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        flat: dict[str, Any] = {}
+        for key, item in value.items():
+            flat.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: value}
+
+
+def _same_responses(there: Any, now: Any) -> bool:
+    if there is None or now is None:
+        return there == now
+    return bool(Path(str(there)).resolve() == Path(str(now)).resolve())
+
+
+def describe_difference(key: str, there: Any, now: Any) -> str:
+    """One short line saying how ``key`` of a stored run differs from this one (which keys, for a config)."""
+    if key == "model":
+        if there is None or now is None:
+            return (
+                f"answers from {'a responses file' if there is None else 'model ' + _short(there)} there, "
+                f"from {'a responses file' if now is None else 'model ' + _short(now)} now"
             )
+        if _short(there) != _short(now):
+            return f"another model ({_short(there)} there, {_short(now)} now)"
+        return f"the same model with other settings ({_config_changes(there, now)})"
+    if key == "responses":
+        old_path, new_path = (str(p) if p is not None else "none" for p in (there, now))
+        if Path(old_path).name != Path(new_path).name:  # the names tell them apart
+            old_path, new_path = Path(old_path).name, Path(new_path).name
+        return f"other responses ({_tail(old_path)} there, {_tail(new_path)} now)"
+    if isinstance(there, dict) and isinstance(now, dict):
+        return f"another {key} config ({_config_changes(there, now)})"
+    return f"another {key} ({_short(there)} there, {_short(now)} now)"
+
+
+def _config_changes(there: dict[str, Any], now: dict[str, Any]) -> str:
+    """The keys (dotted) whose values differ, with both values, at most three of them."""
+    old, new = _flatten(there), _flatten(now)
+    keys = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+    shown = "; ".join(f"{k}: {_short(old.get(k), 30)} there, {_short(new.get(k), 30)} now" for k in keys[:3])
+    return shown + (f"; and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+
+def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] = IDENTITY_FIELDS) -> None:
+    """Refuse, in one short line, to resume a run directory that holds another run (on ``keys``)."""
+    if not (Path(out_dir) / SPEC_FILE).exists():
+        return
+    previous = read_spec(out_dir)
+    for key in keys:
+        if key not in spec:
+            continue
+        there, now = previous.get(key), spec.get(key)
+        if key == "model":  # the endpoint's address may change between runs; what it serves may not
+            from halluscope.runs.respond import comparable_identity
+
+            there, now = comparable_identity(there), comparable_identity(now)
+        same = _same_responses(there, now) if key == "responses" else there == now
+        if not same:
+            raise RunDirError(
+                f"{out_dir} holds a run with {describe_difference(key, there, now)}; choose another --out, "
+                "or pass --overwrite to replace it"
+            )
+
+
+def discard_run(out_dir: Path) -> None:
+    """Remove what a run (and a collection of the model's answers) left in ``out_dir`` (``--overwrite``)."""
+    from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPOND_META_FILE, RESPONSES_FILE
+
+    for name in (SPEC_FILE, "samples.jsonl", METRICS_FILE, RESPONSES_FILE, RESPOND_META_FILE, RESPOND_ERRORS_FILE):
+        (Path(out_dir) / name).unlink(missing_ok=True)
 
 
 def _is_done(record: SampleRecord, responses: Mapping[str, Response]) -> bool:
@@ -124,11 +249,14 @@ async def run_benchmark_async(
     progress: ProgressSink | None = None,
     overwrite: bool = False,
     max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
+    model_failures: Mapping[str, str] | None = None,
 ) -> MetricsReport:
     """Score every sample of ``benchmark`` into ``out_dir``; see the module docstring for resuming.
 
     Raises :class:`StageFailureError` (after writing ``metrics.json``) when a stage failed on every sample
-    that reached it or on more than ``max_failure_share`` of them.
+    that reached it or on more than ``max_failure_share`` of them. ``model_failures`` (sample id → error)
+    names the samples whose model request failed (``--model`` runs): they count as failures of the
+    ``model`` stage, not as answers missing from a file.
     """
     if not 0.0 <= max_failure_share <= 1.0:
         raise ValueError(f"max_failure_share must be between 0 and 1, got {max_failure_share}")
@@ -140,7 +268,7 @@ async def run_benchmark_async(
         for name in (SPEC_FILE, "samples.jsonl", METRICS_FILE):
             (out_dir / name).unlink(missing_ok=True)
     if (out_dir / SPEC_FILE).exists():
-        _check_resumable(out_dir, spec)
+        check_run_dir(out_dir, spec)
         spec["created"] = read_spec(out_dir).get("created", spec["created"])
     write_json_atomic(out_dir / SPEC_FILE, spec)
 
@@ -160,6 +288,7 @@ async def run_benchmark_async(
             for start in range(0, len(pending), max(1, chunk_size)):
                 chunk = pending[start : start + chunk_size]
                 records = await benchmark.score_many([(s, responses.get(s.id)) for s in chunk], ctx)
+                settle_failures(records, model_failures)
                 writer.write(records)
                 progress.advance(len(chunk))
         finally:
@@ -172,7 +301,7 @@ async def run_benchmark_async(
         report.details["corrupt_log_lines"] = [
             {"line": c.number, "id": c.id, "problem": c.problem} for c in scan.corrupt
         ]
-    report.counts["stage_failures"] = sum(1 for r in records if r.failed_stage is not None)
+    report.counts["stage_failures"] = sum(1 for r in records if is_stage_failure(r))
     write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
     over = check_stage_failures(records, max_failure_share)
     if over is not None:
@@ -199,6 +328,7 @@ def run_benchmark(
     show_progress: bool = True,
     overwrite: bool = False,
     max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
+    model_failures: Mapping[str, str] | None = None,
 ) -> MetricsReport:
     """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked."""
     progress = make_progress(show_progress)
@@ -214,6 +344,7 @@ def run_benchmark(
                 progress=progress,
                 overwrite=overwrite,
                 max_failure_share=max_failure_share,
+                model_failures=model_failures,
             )
         )
     finally:

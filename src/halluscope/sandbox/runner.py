@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 _CHILD = Path(__file__).with_name("_child.py")
 
@@ -87,6 +87,27 @@ class Limits:
             "max_output_bytes": self.max_output_bytes,
             "restricted": self.restricted,
         }
+
+
+def _checked(raw: Any) -> ProgramResult:
+    """One program's result as the worker sent it, or a ``sandbox_error`` when it is not a valid result.
+
+    A program with the OS layers alone can write its own bytes to the result pipe; a forged or garbled
+    result becomes that program's ``sandbox_error``, and the other programs of the batch keep theirs.
+    """
+    try:
+        result = ProgramResult.model_validate(raw)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(str(p) for p in problem.get("loc", ())) or "result"
+        return ProgramResult(
+            status="sandbox_error", error=f"invalid result from the sandbox ({where}: {problem['msg']})"
+        )
+    if result.status not in OUTCOMES:
+        return ProgramResult(
+            status="sandbox_error", error=f"invalid result from the sandbox (status {result.status[:40]!r})"
+        )
+    return result
 
 
 @dataclass
@@ -198,14 +219,13 @@ class Sandbox:
                 self._discard()
                 return [ProgramResult(status="sandbox_error", error=str(why)) for _ in programs]
             self.programs_run += len(programs)
-        results = [ProgramResult.model_validate(r) for r in reply["results"]]
-        if len(results) != len(programs):
+        if len(reply["results"]) != len(programs):
             return [
                 ProgramResult(
                     status="sandbox_error", error="the worker answered for the wrong number of programs"
                 )
             ] * len(programs)
-        return results
+        return [_checked(raw) for raw in reply["results"]]
 
     def run_one(self, graph: dict[str, Any], program: str) -> ProgramResult:
         return self.run(graph, [program])[0]
