@@ -392,7 +392,7 @@ def _evaluate(
     else:
         from halluscope.models.spec import create_model
         from halluscope.registry import UnknownComponentError
-        from halluscope.runs.respond import collect_responses
+        from halluscope.runs.respond import RespondError, collect_responses
 
         try:
             model_obj = create_model(str(model), cache=store, **dict(model_options or {}))
@@ -408,7 +408,10 @@ def _evaluate(
             finally:
                 await model_obj.aclose()
 
-        answers = asyncio.run(collect())
+        try:
+            answers = asyncio.run(collect())
+        except RespondError as error:  # missing images, another model's answers in out
+            raise EvaluationError(str(error)) from error
         spec_extra["model"] = model_obj.identity()
         spec_extra["responses"] = str(out_dir / "responses.jsonl")
 

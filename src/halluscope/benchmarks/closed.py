@@ -10,7 +10,7 @@ follow the run's ``mode``. So a user sees, per item, where the two rules part, w
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from halluscope.download import fetch_first
 from halluscope.judges.answers import ParsedAnswer, parse_yes_no
 from halluscope.types import Response, Sample, SampleRecord
 
-__all__ = ["MODES", "ClosedDataError", "download_files", "read_json_rows", "yes_no_record"]
+__all__ = ["MODES", "ClosedDataError", "check_prompt", "download_files", "read_json_rows", "yes_no_record"]
 
 MODES = ("robust", "paper")
 
@@ -55,6 +55,14 @@ def read_json_rows(path: Path) -> list[dict[str, Any]]:
             raise ClosedDataError(f"{path} line {number}: not a JSON object")
         rows.append(row)
     return rows
+
+
+def check_prompt(value: Any, prompts: Mapping[str, str], where: str) -> str:
+    """A ``prompt`` option, checked against the benchmark's named prompts (recorded in spec.json)."""
+    text = str(value).strip()
+    if text not in prompts:
+        raise ValueError(f"{where}: prompt={value!r}; choose one of: {', '.join(prompts)}")
+    return text
 
 
 def download_files(urls: dict[str, str], target_dir: Path, what: str) -> Path:

@@ -219,7 +219,7 @@ def run(
         import asyncio
 
         from halluscope.models.spec import create_model
-        from halluscope.runs.respond import collect_responses
+        from halluscope.runs.respond import RespondError, collect_responses
 
         model_options = parse_options(model_opt, "--model-opt")
         try:
@@ -236,7 +236,10 @@ def run(
             finally:
                 await model_obj.aclose()
 
-        answers = asyncio.run(collect())
+        try:
+            answers = asyncio.run(collect())
+        except RespondError as error:  # missing images, another model's answers in --out
+            fail(str(error))
         spec_extra["model"] = model_obj.identity()
         spec_extra["responses"] = str(out / "responses.jsonl")
 

@@ -14,6 +14,10 @@ holds another model's answers is refused rather than mixing the two. Samples who
 written to ``responses.jsonl`` (they are retried on the next run) and are listed, with the reason, in
 ``DIR/respond-errors.jsonl``.
 
+A model that is shown images is not asked at all while selected samples lack theirs
+(:mod:`halluscope.runs.images`): :class:`RespondError` names how many and which, unless the benchmark's
+``missing_images=fail`` lists those samples in ``respond-errors.jsonl`` (``MissingImage``) and the rest go on.
+
 Each line's ``metadata`` holds what the backend measured: ``usage``, ``latency_s``, ``cached``,
 ``option_probs`` and per-token ``logprobs`` when asked for, and backend extras such as a mitigation's
 two-step transcript (``metadata["mitigation"]``).
@@ -33,6 +37,7 @@ from typing import Any
 
 from halluscope.jsonio import iter_jsonl, write_json_atomic
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
+from halluscope.runs.images import MissingImagesError, check_images
 from halluscope.runs.progress import ProgressSink, make_progress
 from halluscope.stages import Benchmark
 from halluscope.types import Claim, Response, Sample
@@ -261,6 +266,10 @@ async def collect_responses(
         "generation": generation,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
+    try:
+        no_image = check_images(benchmark, model, samples)
+    except MissingImagesError as error:
+        raise RespondError(str(error)) from error
     warnings = _replay_warnings(model, benchmark, ids)  # raises when a replay file matches no sample at all
     for warning in warnings:
         log.warning("%s", warning)
@@ -276,9 +285,10 @@ async def collect_responses(
     for problem in problems:
         log.warning("%s", problem)
     wanted = set(ids)
-    pending = [s for s in samples if s.id not in existing]
+    pending = [s for s in samples if s.id not in existing and s.id not in no_image]
 
-    failures: dict[str, str] = {}
+    # Never asked: the model would answer without the image (missing_images=fail). Retried next run.
+    failures: dict[str, str] = {i: f"MissingImage: {why}" for i, why in no_image.items() if i not in existing}
     new: dict[str, Response] = {}
     owns_progress = progress is None
     sink = progress if progress is not None else make_progress(show_progress)
@@ -342,6 +352,7 @@ async def collect_responses(
         "answered_now": len(new),
         "cached_now": sum(1 for r in new.values() if r.metadata.get("cached")),
         "failed": len(failures),
+        "missing_images": sum(1 for i in no_image if i not in existing),
     }
     meta["warnings"] = warnings[:50]
     meta["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
