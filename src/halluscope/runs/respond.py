@@ -352,8 +352,10 @@ async def collect_responses(
         "answered_now": len(new),
         "cached_now": sum(1 for r in new.values() if r.metadata.get("cached")),
         "failed": len(failures),
-        "missing_images": sum(1 for i in no_image if i not in existing),
     }
+    unasked = sum(1 for i in no_image if i not in existing)
+    if unasked:
+        meta["counts"]["missing_images"] = unasked  # among "failed": never asked, for want of the image
     meta["warnings"] = warnings[:50]
     meta["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     write_json_atomic(out_dir / RESPOND_META_FILE, meta)
