@@ -46,7 +46,7 @@ def thumbnail(source: Any) -> Thumb:
 
     opened = Image.open(io.BytesIO(source) if isinstance(source, bytes) else source)
     small = opened.convert("RGB").resize((16, 16), Image.Resampling.BILINEAR)
-    return [float(v) for pixel in small.get_flattened_data() for v in pixel]
+    return [float(v) for v in small.tobytes()]
 
 
 def distance(a: Thumb, b: Thumb) -> float:
