@@ -412,3 +412,94 @@ def test_hf_backend_sees_each_gqa_photo(tmp_path: Path) -> None:
         assert len(hits) == 1
         matched.append(hits[0])
     assert sorted(matched) == sorted(wanted)
+
+
+# -- the cache key holds the image's content ----------------------------------------------------------------
+
+
+def test_openai_cache_key_holds_the_image_content(tmp_path: Path) -> None:
+    import asyncio
+
+    from halluscope.cache import Cache
+    from halluscope.models.base import ChatTurn, GenerateRequest
+    from halluscope.models.spec import create_model
+
+    first = tiny_vlms.draw_image(tmp_path / "first.png", seed=1)
+    second = tiny_vlms.draw_image(tmp_path / "second.png", seed=2)
+    server = PhotoServer({"first": first, "second": second})
+
+    def ask(path: Path) -> GenerateRequest:
+        return GenerateRequest(messages=[ChatTurn(text="Is there a dog in the image?", images=[str(path)])])
+
+    async def answers(paths: list[Path], cache: Cache, base_url: str) -> list[tuple[str, bool]]:
+        model = create_model(f"openai/vlm?base_url={base_url}", cache=cache)
+        try:
+            results = [await model.generate(ask(p)) for p in paths]
+        finally:
+            await model.aclose()
+        return [(r.text, r.cached) for r in results]
+
+    with ScriptedServer(responder=server) as endpoint:
+        cache = Cache(tmp_path / "cache.sqlite")
+        got = asyncio.run(answers([first, second, first], cache, endpoint.base_url))
+        assert got == [("No. [first]", False), ("No. [second]", False), ("No. [first]", True)]
+        assert len(endpoint.chat_requests()) == 2
+        # keyed by what the file holds, not by its name: a new photo under the old name is asked again
+        shutil.copy(tiny_vlms.draw_image(tmp_path / "third.png", seed=3), first)
+        server.thumbs["third"] = thumbnail(tmp_path / "third.png")
+        del server.thumbs["first"]
+        again = asyncio.run(answers([first], cache, endpoint.base_url))
+        assert again == [("No. [third]", False)] and len(endpoint.chat_requests()) == 3
+
+
+def test_hf_cache_key_holds_the_image_content(tmp_path: Path) -> None:
+    import asyncio
+
+    from halluscope.cache import Cache
+    from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult
+    from halluscope.models.hf import cached_generate
+
+    first = tiny_vlms.draw_image(tmp_path / "first.png", seed=1)
+    same_content = tmp_path / "copy.png"
+    shutil.copy(first, same_content)
+    second = tiny_vlms.draw_image(tmp_path / "second.png", seed=2)
+    computed: list[str] = []
+
+    async def compute(request: GenerateRequest) -> GenerateResult:
+        computed.append(request.messages[0].images[0])
+        return GenerateResult(text=f"answer {len(computed)}")
+
+    async def run(paths: list[Path]) -> list[GenerateResult]:
+        cache = Cache(None)
+        out = []
+        for path in paths:
+            request = GenerateRequest(messages=[ChatTurn(text="Is there a dog?", images=[str(path)])])
+            out.append(await cached_generate(cache, {"provider": "hf", "path": "tiny"}, request, compute))
+        return out
+
+    results = asyncio.run(run([first, second, same_content]))
+    assert computed == [str(first), str(second)]  # two photos, two generations; the copy is the first photo
+    assert [r.text for r in results] == ["answer 1", "answer 2", "answer 1"] and results[2].cached
+
+
+def test_a_run_made_before_images_were_counted_still_resumes(tmp_path: Path, cli: CliRunner) -> None:
+    from tests.layouts import tri_he_layout
+
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=3)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"id": s.id, "response": "A cat on a mat."}) + "\n" for s in bench.samples()))
+    out = tmp_path / "run"
+    args = ["run", "-b", "tri-he", "--data", str(tri_he_layout()), "--limit", "3", "-r", str(answers),
+            "--out", str(out), "--no-cache", "-q"]  # fmt: skip
+    assert cli.invoke(app, args).exit_code == 0
+    spec_path = out / "spec.json"
+    spec = json.loads(spec_path.read_text())
+    assert spec["benchmark"]["images_needed"] == 3
+    metrics = (out / "metrics.json").read_text()
+    for key in ("images_found", "images_needed"):
+        del spec["benchmark"][key]
+    spec_path.write_text(json.dumps(spec))
+    again = cli.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert (out / "metrics.json").read_text() == metrics
+    assert json.loads(spec_path.read_text())["benchmark"]["images_needed"] == 3

@@ -91,10 +91,22 @@ def build_spec(
     return spec
 
 
+#: Benchmark spec fields that count what is on disk (images found) rather than say what was asked for: a
+#: photo added since the last run, or a run made before they were recorded, does not make it another run.
+COUNTED_FIELDS = ("images_found", "images_needed", "text_only_samples")
+
+
+def _identity(spec: dict[str, Any], key: str) -> Any:
+    value = spec.get(key)
+    if key == "benchmark" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k not in COUNTED_FIELDS}
+    return value
+
+
 def _check_resumable(out_dir: Path, spec: dict[str, Any]) -> None:
     previous = read_spec(out_dir)
     for key in IDENTITY_FIELDS:
-        if previous.get(key) != spec.get(key):
+        if _identity(previous, key) != _identity(spec, key):
             raise RunDirError(
                 f"{out_dir} holds a run with a different {key} ({previous.get(key)!r} there, "
                 f"{spec.get(key)!r} now); choose another --out, or pass --overwrite to start it afresh"
