@@ -103,6 +103,9 @@ class Benchmark(ABC):
     #: Which judges fill this benchmark's judge slot: "claims" (claim vs scene graph, ``judges.JUDGES``) or
     #: "entailment" (statement vs statement, ``judges.ENTAILMENT_JUDGES``).
     judge_kind: ClassVar[str] = "claims"
+    #: What a run that asks a model does with selected samples whose image is missing: "refuse" to start,
+    #: or "fail" them and go on (the ``missing_images`` benchmark option; see benchmarks/images.py).
+    missing_images: str = "refuse"
 
     def uses_stage(self, stage: str) -> bool:
         """Whether scoring this selection of samples calls the ``"extractor"`` or the ``"judge"``.

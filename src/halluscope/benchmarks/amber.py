@@ -2,7 +2,8 @@
 
 Wang et al., "AMBER: An LLM-free Multi-dimensional Benchmark for MLLMs Hallucination Evaluation" (2023).
 Official data and code: https://github.com/junyangwang0410/AMBER (``data/annotations.json``,
-``data/query/query_all.json``, ``relation.json``, ``safe_words.txt``; images separate, not needed to score).
+``data/query/query_all.json``, ``relation.json``, ``safe_words.txt``; images separate, not needed to score,
+only to ask a model: ``images=DIR`` finds each query's ``image`` (``AMBER_<n>.jpg``) in DIR or ``DIR/image``).
 
 Sample ids are AMBER's own ``id`` (1-based, as in ``annotations.json`` and ``query_all.json``): 1–1004 are
 the generative items ("Describe this image."), the rest yes/no questions.
@@ -16,7 +17,10 @@ the generative items ("Describe this image."), the rest yes/no questions.
 
 Benchmark options: ``types`` (``generative,existence,attribute,relation``), ``limit``, ``mode``,
 ``word_similarity`` (``embedding`` | ``exact`` | ``spacy-lg``), ``similarity_threshold`` (0.8),
-``tagger`` (``auto`` | ``nltk`` | ``spacy``).
+``tagger`` (``auto`` | ``nltk`` | ``spacy``), ``images``, ``missing_images`` (``refuse`` | ``fail``),
+``prompt`` (``query``: the query file's text, "Describe this image." or the yes/no question, as AMBER's
+inference sends it; ``yesno``: the yes/no questions followed by " Please answer yes or no.", descriptions
+unchanged; AMBER's exact-match rule reads only a bare "Yes" or "No").
 """
 
 from __future__ import annotations
@@ -28,7 +32,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.closed import ClosedDataError, check_mode, download_files, yes_no_record
+from halluscope.benchmarks.closed import (
+    ClosedDataError,
+    check_mode,
+    check_prompt,
+    download_files,
+    yes_no_record,
+)
+from halluscope.benchmarks.images import check_missing_policy, find_image, image_spec
 from halluscope.cache import default_cache_dir
 from halluscope.metrics.amber import dimension_of
 from halluscope.options import check_options
@@ -41,6 +52,13 @@ OFFICIAL_BASE = "https://raw.githubusercontent.com/junyangwang0410/AMBER/master/
 _FILES = ("annotations.json", "query/query_all.json", "relation.json", "safe_words.txt")
 _GROUPS = ("generative", "existence", "attribute", "relation")
 _GENERATIVE: dict[str, Any] = {"type": "generative"}
+#: What the model is asked (the ``prompt`` option), for the yes/no items; descriptions always get the query.
+PROMPTS = {"query": "{query}", "yesno": "{query} Please answer yes or no."}
+
+
+def _ask(prompt: str, query: str) -> str:
+    """A yes/no query in the chosen prompt; the default leaves the query file's text exactly as it is."""
+    return query if prompt == "query" else PROMPTS[prompt].format(query=query.strip())
 
 
 def amber_paper_rule(answer: str) -> str | None:
@@ -169,8 +187,14 @@ class Amber(Benchmark):
         word_similarity: str = "embedding",
         similarity_threshold: float = 0.8,
         tagger: str = "auto",
+        images: Path | None = None,
+        prompt: str = "query",
+        missing_images: str = "refuse",
     ) -> None:
         self.path = _resolve(data)
+        self.images = Path(images) if images else None
+        self.prompt = check_prompt(prompt, PROMPTS, "the AMBER benchmark")
+        self.missing_images = check_missing_policy(missing_images)
         unknown = [t for t in types if t not in _GROUPS]
         if unknown:
             raise ValueError(f"unknown AMBER types {unknown}; choose from {', '.join(_GROUPS)}")
@@ -187,7 +211,10 @@ class Amber(Benchmark):
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Amber:
-        known = ["types", "limit", "mode", "word_similarity", "similarity_threshold", "tagger"]
+        known = [
+            "types", "limit", "mode", "word_similarity", "similarity_threshold", "tagger", "images", "prompt",
+            "missing_images",
+        ]
         check_options("the AMBER benchmark", set(options) - set(known), known)
         types = options.get("types", ",".join(_GROUPS))
         if isinstance(types, str):
@@ -200,6 +227,9 @@ class Amber(Benchmark):
             word_similarity=str(options.get("word_similarity", "embedding")),
             similarity_threshold=float(options.get("similarity_threshold", 0.8)),
             tagger=str(options.get("tagger", "auto")),
+            images=Path(options["images"]) if options.get("images") else None,
+            prompt=str(options.get("prompt", "query")),
+            missing_images=str(options.get("missing_images", "refuse")),
         )
 
     @cached_property
@@ -247,11 +277,14 @@ class Amber(Benchmark):
         for item in self.items:
             kind = str(item["type"])
             generative = kind == "generative"
+            image = str(item.get("image") or "")
+            query = str(item["query"])
             yield Sample(
                 id=str(item["id"]),
                 benchmark=self.name,
-                prompt=str(item["query"]),
-                image_id=Path(str(item.get("image") or "")).stem or None,
+                prompt=query if generative else _ask(self.prompt, query),
+                image_id=Path(image).stem or None,
+                image_path=find_image(self.images, [image], ["image", "images"]) if image else None,
                 reference=None if generative else str(item["truth"]),
                 metadata={
                     "type": kind,
@@ -268,6 +301,8 @@ class Amber(Benchmark):
             "types": list(self.types),
             "limit": self.limit,
             "mode": self.mode,
+            **({"prompt": self.prompt} if self.prompt != "query" else {}),
+            **image_spec(self.images, self.samples(), self.missing_images),
         }
         if "generative" in self.types:
             spec["word_similarity"] = self.similarity().identity()

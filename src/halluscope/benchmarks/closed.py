@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from halluscope.benchmarks._download import download_files
 from halluscope.benchmarks.data_files import BenchmarkDataError, read_json_rows
-from halluscope.benchmarks.yes_no import MODES, check_mode, yes_no_record
+from halluscope.benchmarks.yes_no import MODES, check_mode, check_prompt, yes_no_record
 
 ClosedDataError = BenchmarkDataError
 
@@ -19,6 +19,7 @@ __all__ = [
     "BenchmarkDataError",
     "ClosedDataError",
     "check_mode",
+    "check_prompt",
     "download_files",
     "read_json_rows",
     "yes_no_record",

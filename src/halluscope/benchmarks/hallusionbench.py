@@ -3,7 +3,10 @@
 Guan et al., "HallusionBench: An Advanced Diagnostic Suite for Entangled Language Hallucination and Visual
 Illusion in Large Vision-Language Models" (CVPR 2024). Official data and code:
 https://github.com/tianyi-lab/HallusionBench (``HallusionBench.json``; figures in a separate archive, not
-needed for scoring).
+needed for scoring, only to ask a model: ``images=DIR`` finds each question's ``filename``, e.g.
+``./VD/illusion/0_0.png``, under DIR or ``DIR/hallusion_bench`` — the folder the official archive unpacks to).
+Questions with ``visual_input`` 0 are asked without a figure by design: they carry no image and
+``metadata["text_only"]``, and never need one.
 
 Sample ids are ``<category>-<subcategory>-<set_id>-<figure_id>-<question_id>`` (the key the official code
 asserts unique), e.g. ``VD-illusion-0-0-0``.
@@ -20,7 +23,10 @@ language-hallucination / visual-illusion analysis. The official result layout (`
 rows with ``model_prediction``, e.g. ``HallusionBench_result_sample.json``) is accepted as responses.
 
 Benchmark options: ``categories`` (``VD,VS``), ``limit``, ``judge`` (``parser`` | ``llm``), ``llm_model``,
-``llm_base_url``, ``llm_api_key_env``.
+``llm_base_url``, ``llm_api_key_env``, ``images``, ``missing_images`` (``refuse`` | ``fail``), ``prompt``
+(``question``: the question as the file gives it, as the official code and lmms-eval send it; ``yesno``:
+followed by " Please answer yes or no."; ``short``: followed by LLaVA's "Answer the question using a single
+word or phrase.").
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.closed import ClosedDataError, download_files
+from halluscope.benchmarks.closed import ClosedDataError, check_prompt, download_files
+from halluscope.benchmarks.images import TEXT_ONLY, check_missing_policy, find_image, image_spec
+from halluscope.benchmarks.pope import PROMPTS
 from halluscope.cache import default_cache_dir
 from halluscope.judges.answers import parse_yes_no
 from halluscope.options import check_options
@@ -77,8 +85,14 @@ class HallusionBench(Benchmark):
         llm_model: str | None = None,
         llm_base_url: str | None = None,
         llm_api_key_env: str | None = None,
+        images: Path | None = None,
+        prompt: str = "question",
+        missing_images: str = "refuse",
     ) -> None:
         self.path = _resolve(data)
+        self.images = Path(images) if images else None
+        self.prompt = check_prompt(prompt, PROMPTS, "the HallusionBench benchmark")
+        self.missing_images = check_missing_policy(missing_images)
         unknown = [c for c in categories if c not in ("VD", "VS")]
         if unknown:
             raise ValueError(f"unknown HallusionBench categories {unknown}; choose VD and/or VS")
@@ -94,7 +108,10 @@ class HallusionBench(Benchmark):
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> HallusionBench:
-        known = ["categories", "limit", "judge", "llm_model", "llm_base_url", "llm_api_key_env"]
+        known = [
+            "categories", "limit", "judge", "llm_model", "llm_base_url", "llm_api_key_env", "images", "prompt",
+            "missing_images",
+        ]
         check_options("the HallusionBench benchmark", set(options) - set(known), known)
         categories = options.get("categories", "VD,VS")
         if isinstance(categories, str):
@@ -107,6 +124,9 @@ class HallusionBench(Benchmark):
             llm_model=options.get("llm_model"),
             llm_base_url=options.get("llm_base_url"),
             llm_api_key_env=options.get("llm_api_key_env"),
+            images=Path(options["images"]) if options.get("images") else None,
+            prompt=str(options.get("prompt", "question")),
+            missing_images=str(options.get("missing_images", "refuse")),
         )
 
     @cached_property
@@ -136,19 +156,29 @@ class HallusionBench(Benchmark):
     def samples(self) -> Iterator[Sample]:
         for row in self.rows:
             label = "yes" if str(row["gt_answer"]) == "1" else "no"
+            filename = row.get("filename") or None
+            text_only = str(row.get("visual_input", "")) == "0"
+            question = str(row["question"])
             yield Sample(
                 id=hallusion_id(row),
                 benchmark=self.name,
-                prompt=str(row["question"]),
-                image_id=row.get("filename") or None,
+                prompt=question if self.prompt == "question" else PROMPTS[self.prompt].format(question=question),
+                image_id=filename,
+                image_path=None if text_only or not filename else self._image_path(str(filename)),
                 reference=str(row.get("gt_answer_details") or label),
                 metadata={
                     **{k: str(row[k]) for k in _ID_FIELDS},
                     "visual_input": str(row.get("visual_input", "")),
                     "label": label,
                     "gt_answer_details": row.get("gt_answer_details"),
+                    **({TEXT_ONLY: True} if text_only else {}),
                 },
             )
+
+    def _image_path(self, filename: str) -> str | None:
+        """The figure by the official layout: ``./VD/<subcategory>/<set>_<figure>.png`` under the folder."""
+        relative = filename.removeprefix("./").lstrip("/")
+        return find_image(self.images, [relative], ["hallusion_bench"])
 
     def spec(self) -> dict[str, Any]:
         judge: dict[str, Any] = {"judge": self.judge_name}
@@ -160,6 +190,8 @@ class HallusionBench(Benchmark):
             "categories": list(self.categories),
             "limit": self.limit,
             "judge": judge,
+            **({"prompt": self.prompt} if self.prompt != "question" else {}),
+            **image_spec(self.images, self.samples(), self.missing_images),
         }
 
     def external_id(self, row: Mapping[str, Any]) -> str | None:

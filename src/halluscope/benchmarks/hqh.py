@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.images import check_missing_policy, image_spec
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
@@ -293,8 +294,10 @@ class HQH(Benchmark):
         image_data: Path | None = None,
         types: Sequence[str] | None = None,
         limit: int | None = None,
+        missing_images: str = "refuse",
     ) -> None:
         self.path, self.image_data_path = resolve_data(data, image_data)
+        self.missing_images = check_missing_policy(missing_images)
         self.images = Path(images) if images else None
         chosen: list[str] = []
         for value in types or []:
@@ -310,7 +313,7 @@ class HQH(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> HQH:
         """Registry factory: options as strings/numbers from ``--bench-opt`` (see the module docstring)."""
-        known = {"images", "image_data", "types", "limit"}
+        known = {"images", "image_data", "types", "limit", "missing_images"}
         check_options("the HQH benchmark", set(options) - known, known)
         return cls(
             data=Path(data) if data is not None else None,
@@ -318,6 +321,7 @@ class HQH(Benchmark):
             image_data=Path(options["image_data"]) if options.get("image_data") else None,
             types=_split_csv(options["types"]) if options.get("types") else None,
             limit=int(options["limit"]) if options.get("limit") is not None else None,
+            missing_images=str(options.get("missing_images", "refuse")),
         )
 
     # -- data -------------------------------------------------------------------------------------------
@@ -356,7 +360,8 @@ class HQH(Benchmark):
         image_id = str(item.get("image_id")) if item.get("image_id") is not None else None
         image_path: Path | None = None
         if image_id and self.images is not None:
-            image_path = find_vg_image(self.images, image_id)
+            # Where it was looked for when it is not there: a run asking a model names the missing files.
+            image_path = find_vg_image(self.images, image_id) or self.images / f"{image_id}.jpg"
         if image_path is None and image_id:
             official = item.get("image")
             relative = official if isinstance(official, str) else f"images/{image_id}.jpg"
@@ -418,6 +423,7 @@ class HQH(Benchmark):
             "data": str(self.path),
             "image_data": str(self.image_data_path) if self.image_data_path else None,
             "images": str(self.images) if self.images else None,
+            **image_spec(self.images, self.samples(), self.missing_images),
             "types": self.types,
             "limit": self.limit,
             "items_without_image_information": len(problems),

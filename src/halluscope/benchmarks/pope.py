@@ -1,8 +1,11 @@
 """POPE: polling-based object probing — "Is there a <object> in the image?" over three samplings.
 
 Li et al., "Evaluating Object Hallucination in Large Vision-Language Models" (EMNLP 2023). Official data and
-code: https://github.com/RUCAIBox/POPE (``output/{coco,aokvqa,gqa}/...``, MIT licence). Images (COCO val2014,
-and Visual Genome for GQA) are not needed for scoring.
+code: https://github.com/RUCAIBox/POPE (``output/{coco,aokvqa,gqa}/...``, MIT licence). Images are not needed
+for scoring, only for asking a model: ``images=DIR`` finds each item's ``image`` (``COCO_val2014_<12-digit
+id>.jpg`` for the COCO and A-OKVQA sets, ``<Visual Genome id>.jpg`` for GQA) in DIR or its subfolders
+``val2014``, ``coco``, ``gqa``, ``images``, ``VG_100K``, ``VG_100K_2`` (a COCO 2017 name without the
+``COCO_val2014_`` prefix is found too).
 
 Nine sets: sources ``coco`` (COCO ground truth), ``aokvqa`` and ``gqa`` (objects found by SEEM) × settings
 ``random``, ``popular``, ``adversarial``; 3,000 questions each, half "yes". Sample ids are
@@ -20,7 +23,8 @@ Metrics (0–100, "yes" the positive class): accuracy, precision, recall, F1, an
 *predictions*; per ``<source>/<setting>`` in groups; the items the two rules read differently.
 
 Benchmark options (``--bench-opt``): ``sources`` and ``settings`` (comma lists), ``limit`` (per set),
-``mode`` (``robust`` | ``paper``).
+``mode`` (``robust`` | ``paper``), ``images`` (the photo folder), ``missing_images`` (``refuse`` | ``fail``),
+``prompt`` (what the model is asked, see :data:`PROMPTS`).
 """
 
 from __future__ import annotations
@@ -36,22 +40,32 @@ from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.closed import (
     ClosedDataError,
     check_mode,
+    check_prompt,
     download_files,
     read_json_rows,
     yes_no_record,
 )
+from halluscope.benchmarks.images import check_missing_policy, find_image, image_spec
 from halluscope.cache import default_cache_dir
 from halluscope.options import check_options
 from halluscope.responses import ResponsesFile
 from halluscope.types import Response, Sample, SampleRecord
 
-__all__ = ["SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
+__all__ = ["PROMPTS", "SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
 
 SOURCES = ("coco", "aokvqa", "gqa")
 SETTINGS = ("random", "popular", "adversarial")
 OFFICIAL_BASE = "https://raw.githubusercontent.com/RUCAIBox/POPE/main/output/"
 #: ``type`` is the hallucination type every POPE item probes (read by ``halluscope quality``'s coverage).
 _RECORD_FIELDS = ("source", "setting", "question_id", "type")
+#: What the model is asked (the ``prompt`` option): the file's question as POPE's files give it (the
+#: default), with a yes/no instruction, or with the instruction LLaVA-1.5's POPE script and lmms-eval add.
+PROMPTS = {
+    "question": "{question}",
+    "yesno": "{question} Please answer yes or no.",
+    "short": "{question}\nAnswer the question using a single word or phrase.",
+}
+_IMAGE_SUBFOLDERS = ("val2014", "coco", "gqa", "images", "VG_100K", "VG_100K_2")
 
 
 def pope_file_name(source: str, setting: str) -> str:
@@ -62,6 +76,19 @@ def pope_file_name(source: str, setting: str) -> str:
 
 
 _FILE_NAME = re.compile(r"^(coco|aokvqa|gqa)_pope_(?:seem_)?(random|popular|adversarial)\.json$")
+
+
+def _ask(template: str, question: str) -> str:
+    """The question in the chosen prompt; the default leaves the file's text exactly as it is."""
+    return question if template == "{question}" else template.format(question=question.strip())
+
+
+def image_names(image: str) -> list[str]:
+    """The file names an item's ``image`` may have on disk (COCO 2017 drops the ``COCO_val2014_`` prefix)."""
+    names = [image]
+    if image.startswith("COCO_val2014_"):
+        names.append(image[len("COCO_val2014_") :])
+    return names
 
 
 def pope_paper_rule(answer: str) -> str:
@@ -127,6 +154,9 @@ class Pope(Benchmark):
         settings: Sequence[str] = SETTINGS,
         limit: int | None = None,
         mode: str = "robust",
+        images: Path | None = None,
+        prompt: str = "question",
+        missing_images: str = "refuse",
     ) -> None:
         available = resolve_pope_files(data)
         self.data = data
@@ -141,10 +171,14 @@ class Pope(Benchmark):
             raise ValueError("limit must be at least 1")
         self.limit = limit
         self.mode = check_mode(mode)
+        self.images = Path(images) if images else None
+        self.prompt = check_prompt(prompt, PROMPTS, "the POPE benchmark")
+        self.missing_images = check_missing_policy(missing_images)
+        self._found: dict[str, str | None] = {}
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Pope:
-        known = ["sources", "settings", "limit", "mode"]
+        known = ["sources", "settings", "limit", "mode", "images", "prompt", "missing_images"]
         check_options("the POPE benchmark", set(options) - set(known), known)
         return cls(
             data=data,
@@ -152,6 +186,9 @@ class Pope(Benchmark):
             settings=_csv(options.get("settings", ",".join(SETTINGS)), SETTINGS, "setting"),
             limit=int(options["limit"]) if options.get("limit") else None,
             mode=str(options.get("mode", "robust")),
+            images=Path(options["images"]) if options.get("images") else None,
+            prompt=str(options.get("prompt", "question")),
+            missing_images=str(options.get("missing_images", "refuse")),
         )
 
     @cached_property
@@ -169,14 +206,16 @@ class Pope(Benchmark):
         return loaded
 
     def samples(self) -> Iterator[Sample]:
+        template = PROMPTS[self.prompt]
         for (source, setting), rows in self.rows.items():
             for line, row in enumerate(rows):
                 image = str(row.get("image", ""))
                 yield Sample(
                     id=f"{source}-{setting}-{row['question_id']}",
                     benchmark=self.name,
-                    prompt=str(row["text"]),
+                    prompt=_ask(template, str(row["text"])),
                     image_id=Path(image).stem or None,
+                    image_path=self._image_path(image),
                     reference=str(row["label"]).lower(),
                     metadata={
                         "source": source,
@@ -189,6 +228,14 @@ class Pope(Benchmark):
                     },
                 )
 
+    def _image_path(self, image: str) -> str | None:
+        """Where the item's photo is (memoised: 3,000 questions of a set share 500 photos)."""
+        if self.images is None or not image:
+            return None
+        if image not in self._found:
+            self._found[image] = find_image(self.images, image_names(image), _IMAGE_SUBFOLDERS)
+        return self._found[image]
+
     def spec(self) -> dict[str, Any]:
         return {
             "benchmark": self.name,
@@ -197,6 +244,9 @@ class Pope(Benchmark):
             "files": {f"{src}-{st}": str(p) for (src, st), p in sorted(self.files.items())},
             "limit": self.limit,
             "mode": self.mode,
+            # Written only when not the default, so runs made before the option existed resume unchanged.
+            **({"prompt": self.prompt} if self.prompt != "question" else {}),
+            **image_spec(self.images, self.samples(), self.missing_images),
         }
 
     def external_id(self, row: Mapping[str, Any]) -> str | None:
@@ -223,10 +273,12 @@ class Pope(Benchmark):
     def _by_image_question(self) -> dict[tuple[str, str, str, str], str]:
         """(source, setting, image stem, question) → id: unique in POPE, for rows that carry no question id."""
         index = {}
-        for sample in self.samples():
-            meta = sample.metadata
-            key = (meta["source"], meta["setting"], sample.image_id or "", sample.prompt.strip().lower())
-            index[key] = sample.id
+        for (source, setting), rows in self.rows.items():
+            for row in rows:
+                stem = Path(str(row.get("image", ""))).stem
+                index[(source, setting, stem, str(row["text"]).strip().lower())] = (
+                    f"{source}-{setting}-{row['question_id']}"
+                )
         return index
 
     def read_responses(

@@ -26,7 +26,9 @@ its questions become PROVE items with exact tuples (the known-truth setting).
 (``rules`` offline default | ``llm``), ``tuple_model``, ``tuple_base_url``, ``tuple_api_key_env``,
 ``embedding_model`` (any sentence-transformers model; default the packaged all-MiniLM-L6-v2),
 ``entailment`` (``none`` default | ``vlm`` | ``itm``), ``entailment_model``, ``entailment_base_url``,
-``entailment_api_key_env``, ``tuple_text`` (``phrase`` | ``raw``), ``device``, ``limit``, ``hub_repo``.
+``entailment_api_key_env``, ``tuple_text`` (``phrase`` | ``raw``), ``device``, ``limit``, ``hub_repo``,
+``missing_images`` (``refuse`` | ``fail``: what a run asking a model does when images are missing).
+Without ``images``, each item's ``image`` is looked for in ``images/`` next to the data, then beside it.
 An ``--extractor`` given on the command line replaces the tuple extractor: its claims become tuples.
 Responses may carry their own ``tuples`` (DSG strings) or ``claims``; those skip extraction.
 """
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.images import check_missing_policy, image_spec
 from halluscope.claims.dsg import TUPLE_EXTRACTORS, TupleExtractor
 from halluscope.judges.prove import ProveItem, ProveResult, ProveScorer
 from halluscope.judges.visual_entailment import make_visual_entailment
@@ -65,7 +68,7 @@ DATA_NAMES = ("prove.json", "prove.jsonl", "data.json", "test.json")
 OPTIONS = (
     "images", "tuples", "tuple_model", "tuple_base_url", "tuple_api_key_env", "embedding_model",
     "entailment", "entailment_model", "entailment_base_url", "entailment_api_key_env", "tuple_text",
-    "device", "limit", "hub_repo",
+    "device", "limit", "hub_repo", "missing_images",
 )
 
 
@@ -271,6 +274,7 @@ class Prove(Benchmark):
         device: str = "cpu",
         limit: int | None = None,
         hub_repo: str = HUB_REPO,
+        missing_images: str = "refuse",
     ) -> None:
         if data is None:
             data = default_data() or download_from_hub(hub_repo)
@@ -278,6 +282,7 @@ class Prove(Benchmark):
         if not self.path.exists():
             raise ProveDataError(f"PROVE data {self.path} does not exist")
         self.images = Path(images) if images is not None else None
+        self.missing_images = check_missing_policy(missing_images)
         if tuples not in TUPLE_EXTRACTORS.names():
             choices = ", ".join(TUPLE_EXTRACTORS.names())
             raise ValueError(f"the PROVE benchmark: tuples={tuples!r}; choose one of: {choices}")
@@ -380,6 +385,7 @@ class Prove(Benchmark):
             "entailment": {"kind": self.entailment_kind, **{k: v for k, v in self.entailment_options.items()
                                                             if k != "api_key_env"}},
             "tuple_text": self.tuple_text,
+            **image_spec(self.images, self.samples(), self.missing_images),
         }
 
     def samples(self) -> Iterator[Sample]:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.images import check_missing_policy, image_spec
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.gcpause import gc_paused
@@ -270,6 +271,7 @@ class Reefknot(Benchmark):
         mode: str = "robust",
         entailment: Entailment | None = None,
         entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
+        missing_images: str = "refuse",
     ) -> None:
         self.data_dir, all_files = resolve_data_dir(data)
         # A plain string is a comma list ("mcq", "yesno,mcq"), never a sequence of letters.
@@ -294,6 +296,7 @@ class Reefknot(Benchmark):
             raise ValueError(f"unknown scoring mode {mode!r}; choose robust or paper")
         self.mode = mode
         self.images = Path(images) if images else None
+        self.missing_images = check_missing_policy(missing_images)
         #: A judge given here (Python API, tests) is used when the run's judge slot is empty.
         self._entailment = entailment
         self._entailment_error: str | None = None
@@ -310,6 +313,7 @@ class Reefknot(Benchmark):
             "mode",
             "entailment",
             "entropy_threshold",
+            "missing_images",
         }
         moved = sorted(set(options) & set(_MOVED_TO_JUDGE))
         if moved:
@@ -384,7 +388,10 @@ class Reefknot(Benchmark):
             metadata["role"] = "positive" if label.lower() == "yes" else "negative"
         elif task == "mcq":
             metadata["answer_text"] = info.get("options", {}).get(label)
-        image_path = find_vg_image(self.images, image_id) if self.images else None
+        image_path: Path | None = None
+        if self.images is not None:
+            # Where it was looked for when it is not there: a run asking a model names the missing files.
+            image_path = find_vg_image(self.images, image_id) or self.images / f"{image_id}.jpg"
         return Sample(
             id=f"{task}-{line}",
             benchmark=self.name,
@@ -433,6 +440,7 @@ class Reefknot(Benchmark):
             "limit": self.limit,
             "mode": self.mode,
             "entropy_threshold": self.entropy_threshold,
+            **image_spec(self.images, self.samples(), self.missing_images),
             # The run's judge goes to spec.json's "judge"; only a judge handed to the benchmark itself is here.
             **({"vqa_judge": self._entailment.identity()} if self._entailment is not None else {}),
         }

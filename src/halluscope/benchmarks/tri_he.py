@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.images import check_missing_policy, image_spec
 from halluscope.benchmarks.triplets import score_open_answers
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
@@ -118,18 +119,29 @@ class TriHE(Benchmark):
     default_judge: ClassVar[str | None] = "typed"
 
     def __init__(
-        self, data: Path | None = None, images: Path | None = None, limit: int | None = None
+        self,
+        data: Path | None = None,
+        images: Path | None = None,
+        limit: int | None = None,
+        missing_images: str = "refuse",
     ) -> None:
         self.path = resolve_data_path(data)
         self.images_dir = Path(images) if images else self.path.parent / "images"
         self.limit = limit
+        self.missing_images = check_missing_policy(missing_images)
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> TriHE:
         images = options.pop("images", None)
         limit = options.pop("limit", None)
-        check_options("the Tri-HE benchmark", options, ["images", "limit"])
-        return cls(data=data, images=Path(images) if images else None, limit=int(limit) if limit else None)
+        missing = options.pop("missing_images", "refuse")
+        check_options("the Tri-HE benchmark", options, ["images", "limit", "missing_images"])
+        return cls(
+            data=data,
+            images=Path(images) if images else None,
+            limit=int(limit) if limit else None,
+            missing_images=str(missing),
+        )
 
     @cached_property
     def raw(self) -> dict[str, dict[str, Any]]:
@@ -145,6 +157,7 @@ class TriHE(Benchmark):
             "data": str(self.path),
             "images": str(self.images_dir),
             "limit": self.limit,
+            **image_spec(self.images_dir, self.samples(), self.missing_images),
         }
 
     def samples(self) -> Iterator[Sample]:

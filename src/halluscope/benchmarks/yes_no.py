@@ -9,7 +9,7 @@ follow the run's ``mode``. So a user sees, per item, where the two rules part, w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from halluscope.judges.answers import ParsedAnswer, parse_yes_no
@@ -80,3 +80,11 @@ def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise ValueError(f"unknown scoring mode {mode!r}; choose robust or paper")
     return mode
+
+
+def check_prompt(value: Any, prompts: Mapping[str, str], where: str) -> str:
+    """A ``prompt`` option, checked against the benchmark's named prompts (recorded in spec.json)."""
+    text = str(value).strip()
+    if text not in prompts:
+        raise ValueError(f"{where}: prompt={value!r}; choose one of: {', '.join(prompts)}")
+    return text

@@ -126,9 +126,29 @@ def respond(
     total = sum(1 for _ in bench.samples()) if limit is None else min(limit, sum(1 for _ in bench.samples()))
     failed = total - len(answers)
     console().print(f"{len(answers)} of {total} answered → {out / RESPONSES_FILE}")
+    no_image = _missing_images(out)
+    if no_image:
+        err.print(
+            f"[yellow]{no_image} not asked: their image is missing (missing_images=fail); listed in "
+            f"{out / RESPOND_ERRORS_FILE}[/yellow]"
+        )
+        failed -= no_image
     if failed:
         err.print(f"[yellow]{failed} failed; see {out / RESPOND_ERRORS_FILE} (re-run to retry them)[/yellow]")
         raise typer.Exit(1)
+
+
+def _missing_images(out: Path) -> int:
+    """Samples left unasked for a missing image, as respond.json counts them (0 when unreadable)."""
+    import json
+
+    from halluscope.runs.respond import RESPOND_META_FILE
+
+    try:
+        counts = json.loads((out / RESPOND_META_FILE).read_text(encoding="utf-8")).get("counts", {})
+    except (OSError, ValueError):
+        return 0
+    return int(counts.get("missing_images", 0) or 0)
 
 
 def _supported(spec: Any, options: dict[str, Any], *, explicit: set[str]) -> dict[str, Any]:

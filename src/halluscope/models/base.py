@@ -76,6 +76,16 @@ class Model(ABC):
         """Everything that changes this model's answers; part of cache keys and of ``spec.json``."""
         return {"provider": self.provider}
 
+    def sees_images(self) -> bool:
+        """Whether this model is shown the request's images: a run asking it refuses to start while the
+        selected samples' images are missing (:mod:`halluscope.runs.images`).
+
+        Backends that send images to a vision model say True; answering from text, a scene graph or a file
+        needs none. A wrapper (a mitigation) sees what the model inside it sees.
+        """
+        inner = getattr(self, "inner", None)
+        return inner.sees_images() if isinstance(inner, Model) else False
+
     @abstractmethod
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         """Answer one request; raise on failure (``generate_many`` turns errors into per-item failures)."""

@@ -73,6 +73,9 @@ class _TextBaseline(Model):
             "inner": self.inner.identity(),
         }
 
+    def sees_images(self) -> bool:
+        return False  # never sends the image, whatever the inner model could see
+
     def render(self, question: str, request: GenerateRequest) -> str:
         return self.template.format(question=question.strip())
 

@@ -296,6 +296,9 @@ class HFModel(Model):
         if getattr(self.model.generation_config, "pad_token_id", None) is None:
             self.model.generation_config.pad_token_id = tokenizer.pad_token_id
 
+    def sees_images(self) -> bool:
+        return True
+
     def identity(self) -> dict[str, Any]:
         return {
             "provider": self.provider,

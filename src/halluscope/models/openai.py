@@ -103,6 +103,9 @@ class OpenAIModel(Model):
             "system_prompt": self.system_prompt,
         }
 
+    def sees_images(self) -> bool:
+        return not self.text_only  # text_only: a text stand-in model, chosen explicitly
+
     # -- building the request --------------------------------------------------------------------------
 
     def _content(self, turn: ChatTurn) -> str | list[dict[str, Any]]:

@@ -14,6 +14,10 @@ holds another model's answers is refused rather than mixing the two. Samples who
 written to ``responses.jsonl`` (they are retried on the next run) and are listed, with the reason, in
 ``DIR/respond-errors.jsonl``.
 
+A model that is shown images is not asked at all while selected samples lack theirs
+(:mod:`halluscope.runs.images`): :class:`RespondError` names how many and which, unless the benchmark's
+``missing_images=fail`` lists those samples in ``respond-errors.jsonl`` (``MissingImage``) and the rest go on.
+
 Each line's ``metadata`` holds what the backend measured: ``usage``, ``latency_s``, ``cached``,
 ``option_probs`` and per-token ``logprobs`` when asked for, and backend extras such as a mitigation's
 two-step transcript (``metadata["mitigation"]``).
@@ -34,6 +38,7 @@ from typing import Any
 from halluscope.jsonio import iter_jsonl, write_json_atomic
 from halluscope.llm.errors import endpoint_unusable
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
+from halluscope.runs.images import MissingImagesError, check_images
 from halluscope.runs.progress import ProgressSink, make_progress
 from halluscope.stages import Benchmark
 from halluscope.types import Claim, Response, Sample
@@ -64,14 +69,18 @@ class ModelEndpointError(RespondError):
 
 
 def read_respond_errors(out_dir: Path) -> dict[str, str]:
-    """The failures of the last collection into ``out_dir`` (sample id → error), from ``respond-errors.jsonl``."""
+    """The model's failures in the last collection into ``out_dir`` (sample id → error), from
+    ``respond-errors.jsonl``. Samples never asked for want of their image (``missing_images=fail``) are left
+    out: that is a gap in the inputs, not a failure of the model."""
     path = Path(out_dir) / RESPOND_ERRORS_FILE
     errors: dict[str, str] = {}
     if not path.exists():
         return errors
     for line in iter_jsonl(path):
         if line.ok and isinstance(line.value, dict) and isinstance(line.value.get("id"), str):
-            errors[line.value["id"]] = str(line.value.get("error", ""))
+            error = str(line.value.get("error", ""))
+            if not error.startswith("MissingImage:"):
+                errors[line.value["id"]] = error
     return errors
 
 
@@ -292,6 +301,10 @@ async def collect_responses(
         "generation": generation,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
+    try:
+        no_image = check_images(benchmark, model, samples)
+    except MissingImagesError as error:
+        raise RespondError(str(error)) from error
     warnings = _replay_warnings(model, benchmark, ids)  # raises when a replay file matches no sample at all
     for warning in warnings:
         log.warning("%s", warning)
@@ -307,9 +320,10 @@ async def collect_responses(
     for problem in problems:
         log.warning("%s", problem)
     wanted = set(ids)
-    pending = [s for s in samples if s.id not in existing]
+    pending = [s for s in samples if s.id not in existing and s.id not in no_image]
 
-    failures: dict[str, str] = {}
+    # Never asked: the model would answer without the image (missing_images=fail). Retried next run.
+    failures: dict[str, str] = {i: f"MissingImage: {why}" for i, why in no_image.items() if i not in existing}
     fatal: list[BaseException] = []  # an endpoint that cannot serve anything: stop asking
     new: dict[str, Response] = {}
     owns_progress = progress is None
@@ -379,6 +393,9 @@ async def collect_responses(
         "cached_now": sum(1 for r in new.values() if r.metadata.get("cached")),
         "failed": len(failures),
     }
+    unasked = sum(1 for i in no_image if i not in existing)
+    if unasked:
+        meta["counts"]["missing_images"] = unasked  # among "failed": never asked, for want of the image
     meta["warnings"] = warnings[:50]
     meta["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if fatal:
@@ -388,7 +405,7 @@ async def collect_responses(
         cause = endpoint_unusable(fatal[0]) or fatal[0]
         raise ModelEndpointError(
             f"the model {label} cannot answer: {type(cause).__name__}: {cause} — stopped after "
-            f"{len(failures)} failed request(s); {len(collected)} answer(s) collected before are kept in "
+            f"{len(failures) - unasked} failed request(s); {len(collected)} answer(s) collected before are kept in "
             f"{path}. Fix the endpoint, key or model name and re-run the same command to resume.",
             cause,
         )

@@ -130,6 +130,17 @@ def build_spec(
     return spec
 
 
+#: Benchmark spec fields that count what is on disk (images found) rather than say what was asked for: a
+#: photo added since the last run, or a run made before they were recorded, does not make it another run.
+COUNTED_FIELDS = ("images_found", "images_needed", "text_only_samples")
+
+
+def _without_counts(key: str, value: Any) -> Any:
+    if key == "benchmark" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k not in COUNTED_FIELDS}
+    return value
+
+
 def _short(value: Any, limit: int = 60) -> str:
     """A value as a few words: a model identity by its name, anything else cut to ``limit`` characters."""
     if isinstance(value, dict) and ("provider" in value or "model" in value):
@@ -205,7 +216,7 @@ def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] 
     for key in keys:
         if key not in spec:
             continue
-        there, now = previous.get(key), spec.get(key)
+        there, now = _without_counts(key, previous.get(key)), _without_counts(key, spec.get(key))
         if key == "model":  # the endpoint's address may change between runs; what it serves may not
             from halluscope.runs.respond import comparable_identity
 

@@ -1,0 +1,75 @@
+"""The one check that a model under test will see the images its questions are about.
+
+A vision model asked "Is there a dog in the image?" without the image still answers, and a run made of such
+answers measures nothing while looking complete. So before any model is asked, every selected sample that
+needs an image (all but the text-only ones, see :mod:`halluscope.benchmarks.images`) must have one on disk.
+When some do not, the run refuses to start, naming how many and the first paths, unless the benchmark's
+``missing_images=fail`` option says to record those samples as failures (never asked) and go on.
+
+Models that are shown no image (the ``blind`` and ``scene-oracle`` baselines, ``sim``, ``replay``, an
+``openai`` model with ``text_only``) are never refused: a blind baseline is an explicit choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from halluscope.benchmarks.images import needs_image
+from halluscope.models.base import Model
+from halluscope.stages import Benchmark
+from halluscope.types import Sample
+
+__all__ = ["MissingImagesError", "check_images", "missing_images"]
+
+#: How many missing paths an error message names.
+SHOWN = 5
+
+
+class MissingImagesError(RuntimeError):
+    """Selected samples lack the image the model must see; the message says how many and which."""
+
+
+def missing_images(samples: Sequence[Sample]) -> dict[str, str]:
+    """Sample id → why its image is missing (the path looked for, or that no images folder was given)."""
+    missing: dict[str, str] = {}
+    exists: dict[str, bool] = {}
+    for sample in samples:
+        if not needs_image(sample):
+            continue
+        path = sample.image_path
+        if path is None:
+            missing[sample.id] = "no image path (no images folder given)"
+            continue
+        if path not in exists:
+            exists[path] = Path(path).is_file()
+        if not exists[path]:
+            missing[sample.id] = f"image not found: {path}"
+    return missing
+
+
+def check_images(benchmark: Benchmark, model: Model, samples: Sequence[Sample]) -> dict[str, str]:
+    """The samples to record as failed for a missing image (id → reason); raises when the run must not start.
+
+    Empty when the model is shown no images, or every needed image is there.
+    """
+    if not model.sees_images():
+        return {}
+    missing = missing_images(samples)
+    if not missing:
+        return {}
+    if benchmark.missing_images == "fail":
+        return missing
+    needed = sum(1 for s in samples if needs_image(s))
+    paths = list(dict.fromkeys(s.image_path for s in samples if s.id in missing and s.image_path))
+    if paths:
+        shown = ", ".join(paths[:SHOWN]) + (f" and {len(paths) - SHOWN} more" if len(paths) > SHOWN else "")
+        where = f"not found: {shown}"
+    else:
+        where = f"no images folder was given (first samples: {', '.join(list(missing)[:SHOWN])})"
+    raise MissingImagesError(
+        f"{len(missing)} of the {needed} selected {benchmark.name} samples that need an image have none, so "
+        f"the model would answer without seeing it; {where}. Pass --bench-opt images=DIR (the folder of the "
+        "benchmark's photos), or --bench-opt missing_images=fail to record those samples as failures and go "
+        "on, or ask a blind/... baseline on purpose"
+    )
