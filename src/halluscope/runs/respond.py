@@ -38,6 +38,7 @@ from typing import Any
 from halluscope.jsonio import iter_jsonl, write_json_atomic
 from halluscope.llm.errors import endpoint_unusable
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
+from halluscope.runs.differences import comparable_identity, describe_difference
 from halluscope.runs.images import MissingImagesError, check_images
 from halluscope.runs.progress import ProgressSink, make_progress
 from halluscope.stages import Benchmark
@@ -195,17 +196,6 @@ def to_response(sample_id: str, result: GenerateResult, model_name: str | None) 
     return Response(id=sample_id, response=result.text, claims=claims, model=model_name, metadata=metadata)
 
 
-def comparable_identity(identity: Any) -> Any:
-    """A model identity without what may legitimately change between resumed runs (the endpoint's address)."""
-    if isinstance(identity, dict):
-        return {
-            k: comparable_identity(v) for k, v in identity.items() if k not in {"base_url", "concurrency"}
-        }
-    if isinstance(identity, list):
-        return [comparable_identity(v) for v in identity]
-    return identity
-
-
 def model_label(model: Model) -> str:
     """A short name for the ``model`` field of each response, from the identity chain (outermost first)."""
     parts: list[str] = []
@@ -234,7 +224,6 @@ def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
             raise RespondError(
                 f"{meta_path} is unreadable ({error}); move it away to start afresh"
             ) from error
-        from halluscope.runs.runner import describe_difference
 
         for key in ("model", "generation"):
             there, now = comparable_identity(previous.get(key)), comparable_identity(meta.get(key))
