@@ -19,8 +19,13 @@ Scoring modes (every record carries both):
 Metrics (0–100, "yes" the positive class): accuracy, precision, recall, F1, and the yes-ratio of the
 *predictions*; per ``<source>/<setting>`` in groups; the items the two rules read differently.
 
+- ``vlmevalkit``: VLMEvalKit's reading and rating (:mod:`halluscope.metrics.vlmevalkit`), to reproduce a
+  VLMEvalKit ``POPE_score.csv``; the headline and per-set numbers are VLMEvalKit's, both other readings kept.
+
 Benchmark options (``--bench-opt``): ``sources`` and ``settings`` (comma lists), ``limit`` (per set),
-``mode`` (``robust`` | ``paper``).
+``mode`` (``robust`` | ``paper`` | ``vlmevalkit``), ``labels`` (``pope`` | ``repope``: RePOPE's corrected
+COCO labels, :mod:`halluscope.benchmarks.repope`; ``repope_data`` its folder), ``questions`` (the question
+file an answers file in LLaVA's layout was made from, :mod:`halluscope.importers.llava`).
 """
 
 from __future__ import annotations
@@ -127,7 +132,17 @@ class Pope(Benchmark):
         settings: Sequence[str] = SETTINGS,
         limit: int | None = None,
         mode: str = "robust",
+        labels: str = "pope",
+        repope_data: Path | None = None,
+        questions: Path | None = None,
     ) -> None:
+        if labels not in ("pope", "repope"):
+            raise ValueError(f"unknown POPE labels {labels!r}; choose pope or repope")
+        if labels == "repope" and any(src != "coco" for src in sources):
+            raise ValueError("RePOPE relabels only POPE's COCO sets: add --bench-opt sources=coco")
+        self.labels = labels
+        self.repope_data = repope_data
+        self.questions = Path(questions) if questions is not None else None
         available = resolve_pope_files(data)
         self.data = data
         wanted = [(src, st) for src in sources for st in settings]
@@ -140,15 +155,20 @@ class Pope(Benchmark):
         if limit is not None and limit < 1:
             raise ValueError("limit must be at least 1")
         self.limit = limit
-        self.mode = check_mode(mode)
+        self.mode = mode if mode == "vlmevalkit" else check_mode(mode)
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Pope:
-        known = ["sources", "settings", "limit", "mode"]
+        known = ["sources", "settings", "limit", "mode", "labels", "repope_data", "questions"]
         check_options("the POPE benchmark", set(options) - set(known), known)
+        labels = str(options.get("labels", "pope"))
+        default_sources = "coco" if labels == "repope" else ",".join(SOURCES)
         return cls(
             data=data,
-            sources=_csv(options.get("sources", ",".join(SOURCES)), SOURCES, "source"),
+            labels=labels,
+            repope_data=Path(options["repope_data"]) if options.get("repope_data") else None,
+            questions=Path(options["questions"]) if options.get("questions") else None,
+            sources=_csv(options.get("sources", default_sources), SOURCES, "source"),
             settings=_csv(options.get("settings", ",".join(SETTINGS)), SETTINGS, "setting"),
             limit=int(options["limit"]) if options.get("limit") else None,
             mode=str(options.get("mode", "robust")),
@@ -165,8 +185,15 @@ class Pope(Benchmark):
                     raise ClosedDataError(f"{path} item {index}: missing field(s) {', '.join(missing)}")
                 if str(row["label"]).lower() not in ("yes", "no"):
                     raise ClosedDataError(f"{path} item {index}: label must be yes or no, got {row['label']!r}")
-            loaded[key] = rows[: self.limit] if self.limit else rows
-        return loaded
+            loaded[key] = rows
+        if self.labels == "repope":
+            from halluscope.benchmarks.repope import relabel
+
+            loaded, self.repope_counts = relabel(loaded, self.repope_data)
+        return {key: rows[: self.limit] if self.limit else rows for key, rows in loaded.items()}
+
+    #: Per set, what RePOPE's files changed (``labels=repope``): kept, dropped and relabelled items.
+    repope_counts: dict[str, dict[str, int]] | None = None
 
     def samples(self) -> Iterator[Sample]:
         for (source, setting), rows in self.rows.items():
@@ -197,7 +224,15 @@ class Pope(Benchmark):
             "files": {f"{src}-{st}": str(p) for (src, st), p in sorted(self.files.items())},
             "limit": self.limit,
             "mode": self.mode,
+            **self._label_spec(),
+            **({"questions": str(self.questions)} if self.questions is not None else {}),
         }
+
+    def _label_spec(self) -> dict[str, Any]:
+        if self.labels != "repope":
+            return {}
+        _ = self.rows  # the counts are made while reading
+        return {"labels": "repope", "repope": self.repope_counts}
 
     def external_id(self, row: Mapping[str, Any]) -> str | None:
         """The sample id of a row from another harness (lmms-eval doc, VLMEvalKit line), or None.
@@ -212,7 +247,7 @@ class Pope(Benchmark):
         question_id = row.get("question_id")
         if question_id is not None and str(question_id).isdigit():
             return f"{source}-{setting}-{int(str(question_id))}"
-        image = row.get("image_source") or row.get("image_path") or row.get("image_name")
+        image = row.get("image_source") or row.get("image_path") or row.get("image_name") or row.get("image")
         question = row.get("question") or row.get("text")
         if image and question:
             key = (source, str(setting), Path(str(image)).stem, str(question).strip().lower())
@@ -276,6 +311,15 @@ class Pope(Benchmark):
     async def score_many(
         self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
     ) -> list[SampleRecord]:
+        if self.mode == "vlmevalkit":
+            from halluscope.metrics.vlmevalkit import with_vlmevalkit_reading
+
+            return [
+                with_vlmevalkit_reading(
+                    yes_no_record(s, r, mode="paper", paper_rule=pope_paper_rule, fields=_RECORD_FIELDS)
+                )
+                for s, r in pairs
+            ]
         return [
             yes_no_record(s, r, mode=self.mode, paper_rule=pope_paper_rule, fields=_RECORD_FIELDS)
             for s, r in pairs
@@ -284,7 +328,17 @@ class Pope(Benchmark):
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.yesno import yes_no_report
 
-        return yes_no_report(records, benchmark=self.name, mode=self.mode, group_by=("source", "setting"))
+        if self.mode == "vlmevalkit":
+            from halluscope.metrics.vlmevalkit import pope_vlmevalkit_report
+
+            report = pope_vlmevalkit_report(records, benchmark=self.name)
+        else:
+            report = yes_no_report(records, benchmark=self.name, mode=self.mode, group_by=("source", "setting"))
+        if self.labels == "repope" and self.repope_counts is not None:
+            for what in ("dropped", "relabelled"):
+                report.counts[f"repope_{what}"] = sum(c[what] for c in self.repope_counts.values())
+            report.details["labels"] = "repope"
+        return report
 
 
 def _iter_answer_lines(path: Path) -> Iterator[tuple[int, dict[str, Any], str | None]]:
