@@ -5,8 +5,9 @@ The everyday tests read these excerpts, so a clone without ``../shared`` can run
 POPE (MIT), AMBER (Apache-2.0), HallusionBench (BSD-3-Clause), a few Visual Genome photos from the Tri-HE
 release (CC BY 4.0), and of the peer outputs LLaVA's POPE question file (Apache-2.0), the POPE labels LLaVA
 used (MIT) and VLMEvalKit's VILA-1.5-8B prediction sheets (Apache-2.0, written as TSV, which VLMEvalKit also
-reads and writes). The LLaVA-7B answers publish no licence and are not copied. Tri-HE's ``tri-he.json``, Reefknot and HQH publish no licence, so nothing of them is
-copied here (see NOTICE.md). The selection is deterministic: the same full data gives the same bytes.
+reads and writes). The LLaVA-7B answers publish no licence and are not copied. Tri-HE's ``tri-he.json``,
+Reefknot and HQH publish no licence, so nothing of them is copied here (see NOTICE.md). The selection is
+deterministic: the same full data gives the same bytes.
 
     python tests/data/excerpts/make_excerpts.py [--shared ../shared] [--out tests/data/excerpts]
 """
@@ -17,11 +18,11 @@ import argparse
 import csv
 import io
 import json
-import re
-import zipfile
-import xml.etree.ElementTree as ET
 import os
+import re
 import shutil
+import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 from typing import Any
 
