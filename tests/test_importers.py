@@ -149,3 +149,33 @@ def test_any_benchmark_reads_harness_files_by_id_field(tmp_path: Path) -> None:
     result = bench.read_responses(path, benchmark_ids=set(ids))
     assert list(result.responses) == [ids[0]]
     assert len(result.problems) == 1 and "line 2" in result.problems[0]
+
+
+@pytest.mark.parametrize("layout", ["vlmevalkit", "halluscope"])
+def test_problems_with_the_responses_file_are_kept_with_the_run(tmp_path: Path, layout: str) -> None:
+    """Not only printed: spec.json keeps how many rows had a problem, and which (the first 50)."""
+    from typer.testing import CliRunner
+
+    from halluscope.cli.main import app
+    from tests.paths import PEER_OUTPUTS_EXCERPT
+
+    if layout == "vlmevalkit":
+        sheet = PEER_OUTPUTS_EXCERPT / "vlmevalkit-vila-1.5-8b" / "vila_8b_HallusionBench_auxmatch.tsv"
+        path = tmp_path / "M_HallusionBench.tsv"
+        path.write_text(sheet.read_text(encoding="utf-8").replace(
+            "Is the right orange circle larger than", "Is the blue square larger than", 1), encoding="utf-8")
+        expected = "M_HallusionBench.tsv row 3: its question"
+    else:
+        path = tmp_path / "answers.jsonl"
+        path.write_text('{"id": "VD-illusion-0-0-0", "response": "No"}\n{"id": "VD-nope-9-9-9", "response": "No"}\n',
+                        encoding="utf-8")
+        expected = "answers.jsonl line 2: unknown id"
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", "-b", "hallusionbench", "--data", str(HALLUSIONBENCH_EXCERPT),
+                                      "-r", str(path), "--only-answered", "--out", str(out), "-q"],
+                                terminal_width=200)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    kept = json.loads((out / "spec.json").read_text(encoding="utf-8"))["responses_file"]
+    assert kept["layout"] == layout and kept["problems"] == 1
+    assert kept["first_problems"][0].startswith(expected)
+    assert "1 problem(s) in the responses file, kept in spec.json" in " ".join(result.output.split())
