@@ -155,6 +155,8 @@ class Pope(Benchmark):
         if limit is not None and limit < 1:
             raise ValueError("limit must be at least 1")
         self.limit = limit
+        if mode not in ("robust", "paper", "vlmevalkit"):
+            raise ValueError(f"unknown POPE scoring mode {mode!r}; choose robust, paper or vlmevalkit")
         self.mode = mode if mode == "vlmevalkit" else check_mode(mode)
 
     @classmethod
