@@ -50,7 +50,7 @@ def test_the_same_answers_under_both_label_sets(tmp_path: Path) -> None:
                                for s in pope.samples()), encoding="utf-8")
     under_pope = evaluate("pope", data=POPE_DIR, responses=answers, bench_options={"sources": "coco"},
                           cache=False, out=tmp_path / "pope")
-    with pytest.warns(UserWarning, match="no such sample"):
+    with pytest.warns(UserWarning, match="RePOPE dropped as ambiguous"):
         under_repope = evaluate("pope", data=POPE_DIR, responses=answers, out=tmp_path / "repope", cache=False,
                                 bench_options={"labels": "repope", "repope_data": str(REPOPE_DIR)})
     assert under_pope.metrics["accuracy"] == 100.0
@@ -62,7 +62,9 @@ def test_the_same_answers_under_both_label_sets(tmp_path: Path) -> None:
     assert under_repope.counts["repope_relabelled"] == relabelled > 0
     assert under_repope.metrics["accuracy"] == pytest.approx(100 * (kept - relabelled) / kept)
     assert under_repope.spec["benchmark"]["labels"] == "repope"
-    assert under_repope.spec["responses_file"]["problems"] == 9000 - kept  # answers to dropped items, named
+    imported = under_repope.spec["responses_file"]
+    assert imported["answers_to_repope_dropped_items"] == 9000 - kept
+    assert imported["problems"] == 1 and "RePOPE dropped as ambiguous" in imported["first_problems"][0]
 
 
 def test_repope_relabels_only_the_coco_sets() -> None:

@@ -191,11 +191,19 @@ class Pope(Benchmark):
         if self.labels == "repope":
             from halluscope.benchmarks.repope import relabel
 
-            loaded, self.repope_counts = relabel(loaded, self.repope_data)
+            loaded, self.repope_counts, dropped = relabel(loaded, self.repope_data)
+            self.repope_dropped = {
+                (src, st, Path(str(r.get("image", ""))).stem, str(r["text"]).strip().lower()):
+                    f"{src}-{st}-{r['question_id']}"
+                for (src, st), rows in dropped.items()
+                for r in rows
+            }  # fmt: skip
         return {key: rows[: self.limit] if self.limit else rows for key, rows in loaded.items()}
 
     #: Per set, what RePOPE's files changed (``labels=repope``): kept, dropped and relabelled items.
     repope_counts: dict[str, dict[str, int]] | None = None
+    #: Items RePOPE dropped, by (source, setting, image stem, question): answers to them are told apart.
+    repope_dropped: dict[tuple[str, str, str, str], str] | None = None
 
     def samples(self) -> Iterator[Sample]:
         for (source, setting), rows in self.rows.items():
@@ -253,7 +261,7 @@ class Pope(Benchmark):
         question = row.get("question") or row.get("text")
         if image and question:
             key = (source, str(setting), Path(str(image)).stem, str(question).strip().lower())
-            return self._by_image_question.get(key)
+            return self._by_image_question.get(key) or (self.repope_dropped or {}).get(key)
         return None
 
     @cached_property
@@ -273,7 +281,20 @@ class Pope(Benchmark):
         path = Path(path)
         if _is_official_answers(path):
             return self._read_official_answers(path)
-        return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
+        _ = self.rows  # RePOPE's dropped items are known once the rows are read
+        dropped = set((self.repope_dropped or {}).values())
+        if not dropped or benchmark_ids is None:
+            return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
+        result = super().read_responses(path, benchmark_ids=benchmark_ids | dropped, key=key)
+        answered = [i for i in result.responses if i in dropped]
+        for sample_id in answered:
+            del result.responses[sample_id]
+        if answered:
+            result.problems.append(
+                f"{len(answered)} answers are to items RePOPE dropped as ambiguous (e.g. {answered[0]}); not scored"
+            )
+            result.notes["answers_to_repope_dropped_items"] = len(answered)
+        return result
 
     def _read_official_answers(self, path: Path) -> ResponsesFile:
         """POPE's answer layout (``answer_example.json``): one ``{"question", "answer"}`` a line, in the

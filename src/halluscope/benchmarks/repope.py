@@ -57,24 +57,29 @@ def load_repope(data: Path | None, settings: list[str]) -> dict[str, dict[int, d
     return out
 
 
-def relabel(
-    loaded: dict[tuple[str, str], list[dict[str, Any]]], data: Path | None
-) -> tuple[dict[tuple[str, str], list[dict[str, Any]]], dict[str, dict[str, int]]]:
-    """POPE's COCO rows with RePOPE's labels; dropped items left out. Returns the rows and, per set,
-    ``{"pope": items, "kept", "dropped", "relabelled", "yes", "no"}`` (labels after relabelling)."""
+Rows = dict[tuple[str, str], list[dict[str, Any]]]
+
+
+def relabel(loaded: Rows, data: Path | None) -> tuple[Rows, dict[str, dict[str, int]], Rows]:
+    """POPE's COCO rows with RePOPE's labels; dropped items left out. Returns the rows; per set
+    ``{"pope": items, "kept", "dropped", "relabelled", "yes", "no"}`` (labels after relabelling); and the
+    dropped rows (so that answers to them can be told apart from answers to no item at all)."""
     settings = [setting for source, setting in loaded if source == "coco"]
     repope = load_repope(data, settings)
-    rows_out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    rows_out: Rows = {}
+    dropped_out: Rows = {}
     counts: dict[str, dict[str, int]] = {}
     for (source, setting), rows in loaded.items():
         if source != "coco":
             raise ClosedDataError(f"RePOPE relabels only POPE's COCO sets, not {source}")
         table = repope[setting]
         kept: list[dict[str, Any]] = []
+        dropped: list[dict[str, Any]] = []
         relabelled = 0
         for row in rows:
             new = table.get(int(row["question_id"]))
             if new is None:
+                dropped.append(row)
                 continue
             same_image = str(new.get("image")) == str(row.get("image"))
             if not same_image or str(new.get("text")).strip() != str(row["text"]).strip():
@@ -86,6 +91,7 @@ def relabel(
             relabelled += label != str(row["label"]).lower()
             kept.append({**row, "label": label, "pope_label": str(row["label"]).lower()})
         rows_out[(source, setting)] = kept
+        dropped_out[(source, setting)] = dropped
         counts[f"{source}-{setting}"] = {
             "pope": len(rows),
             "kept": len(kept),
@@ -94,4 +100,4 @@ def relabel(
             "yes": sum(1 for r in kept if r["label"] == "yes"),
             "no": sum(1 for r in kept if r["label"] == "no"),
         }
-    return rows_out, counts
+    return rows_out, counts, dropped_out
