@@ -69,24 +69,36 @@ def _task_of(path: Path, benchmark_name: str) -> str | None:
     return None
 
 
-def _hallusion_order(benchmark: Any) -> list[tuple[str, list[str]]]:
-    from halluscope.benchmarks.hallusionbench import hallusion_id
+_HALLUSION_ID_FIELDS = ("category", "subcategory", "set_id", "figure_id", "question_id")
 
+
+def _hallusion_order(benchmark: Any) -> list[tuple[str, list[str]]]:
+    """HallusionBench's sample ids (the five official id fields joined by "-") of the figure questions."""
     raw = json.loads(Path(benchmark.path).read_text(encoding="utf-8"))
-    ids = [hallusion_id(r) for r in raw if isinstance(r, dict) and str(r.get("visual_input", "")) != "0"]
+    ids = [
+        "-".join(str(r[k]) for k in _HALLUSION_ID_FIELDS)
+        for r in raw
+        if isinstance(r, dict) and str(r.get("visual_input", "")) != "0" and all(k in r for k in _HALLUSION_ID_FIELDS)
+    ]
     return [("HallusionBench.json, questions with a figure (visual_input != 0), in file order", ids)]
 
 
 def _pope_orders(benchmark: Any, task: str) -> list[tuple[str, list[str]]]:
-    from halluscope.benchmarks.closed import read_json_rows
-    from halluscope.benchmarks.pope import resolve_pope_files
-
-    files = resolve_pope_files(getattr(benchmark, "data", None))
+    """POPE's sample ids (``coco-<setting>-<question_id>``) of the COCO sets, from the files beside the
+    selected ones (POPE's COCO files are JSONL, one question a line)."""
+    files: dict[tuple[str, str], Path] = getattr(benchmark, "files", {})
+    folder = next((Path(p).parent for (src, _), p in files.items() if src == "coco"), None)
+    if folder is None:
+        return []
     sets: dict[str, list[str]] = {}
     for setting in ("adversarial", "popular", "random"):
-        path = files.get(("coco", setting))
-        if path is not None:
-            sets[setting] = [f"coco-{setting}-{row['question_id']}" for row in read_json_rows(path)]
+        path = files.get(("coco", setting)) or folder / f"coco_pope_{setting}.json"
+        if Path(path).is_file():
+            sets[setting] = [
+                f"coco-{setting}-{line.value['question_id']}"
+                for line in iter_jsonl(Path(path))
+                if line.ok and isinstance(line.value, dict) and "question_id" in line.value
+            ]
     wanted = _POPE_TASKS.get(task)
     if wanted is not None:
         return [(f"POPE coco {wanted[0]}, in file order", sets[wanted[0]])] if wanted[0] in sets else []
