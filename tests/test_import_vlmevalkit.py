@@ -48,6 +48,10 @@ def test_pope_sheet_reproduces_vlmevalkit_score_csv(tmp_path: Path) -> None:
         "coco/adversarial": 3000, "coco/popular": 3000, "coco/random": 3000}
     assert "answer" in result.spec["responses_file"]["labels"]
     assert result.spec["benchmark"]["items_from_responses"]["count"] == 9000
+    from halluscope.report.rundir import load_run
+
+    notes = load_run(tmp_path / "run").notes  # what the HTML report lists under the run
+    assert any(n.startswith("labels: the responses file's own 'answer' column") for n in notes)
 
 
 @pytest.mark.full_data
