@@ -26,6 +26,8 @@ HQH_DIR = FULL_DATA / "hqh"
 POPE_DIR = FULL_DATA / "pope"
 AMBER_DIR = FULL_DATA / "amber"
 HALLUSIONBENCH_DIR = FULL_DATA / "hallusionbench"
+REPOPE_DIR = FULL_DATA / "repope"
+PEER_OUTPUTS = FULL_DATA / "peer-outputs"
 
 # The committed excerpts, in the same layout as the full files.
 EXCERPTS = REPO_ROOT / "tests" / "data" / "excerpts"
@@ -33,6 +35,7 @@ POPE_EXCERPT = EXCERPTS / "pope"
 AMBER_EXCERPT = EXCERPTS / "amber"
 HALLUSIONBENCH_EXCERPT = EXCERPTS / "hallusionbench"
 TRI_HE_IMAGES_EXCERPT = EXCERPTS / "tri-he" / "images"
+PEER_OUTPUTS_EXCERPT = EXCERPTS / "peer-outputs"
 
 REQUIRE_FULL_DATA_ENV = "HALLUSCOPE_REQUIRE_FULL_DATA"
 

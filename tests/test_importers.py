@@ -39,7 +39,7 @@ def test_lmms_eval_pope_samples(tmp_path: Path) -> None:
     docs = [
         {"id": "0", "question_id": "1", "question": "Is there a snowboard in the image?", "answer": "yes",
          "image_source": "COCO_val2014_000000310196", "category": "adversarial"},
-        {"id": "1", "question_id": "2", "question": "Is there a car in the image?", "answer": "no",
+        {"id": "1", "question_id": "2", "question": "Is there a backpack in the image?", "answer": "no",
          "image_source": "COCO_val2014_000000310196", "category": "adversarial"},
         {"id": "2", "question_id": "99999", "question": "Is there a yak?", "answer": "no", "category": "adversarial"},
     ]
@@ -99,7 +99,8 @@ def test_vlmevalkit_hallusionbench_ids_survive_spreadsheet_numbers(tmp_path: Pat
     book = openpyxl.Workbook()
     sheet = book.active
     sheet.append(["index", "category", "subcategory", "set_id", "figure_id", "question_id", "question", "prediction"])
-    sheet.append([0, "VD", "illusion", 0.0, 0.0, 0.0, "Is the right orange circle ...?", "Yes"])
+    question = "Is the right orange circle the same size as the left orange circle?"
+    sheet.append([0, "VD", "illusion", 0.0, 0.0, 0.0, question, "Yes"])
     book.save(path)
     result = bench.read_responses(path, benchmark_ids={s.id for s in bench.samples()})
     assert list(result.responses) == ["VD-illusion-0-0-0"]
@@ -107,13 +108,31 @@ def test_vlmevalkit_hallusionbench_ids_survive_spreadsheet_numbers(tmp_path: Pat
 
 def test_generic_id_matching_and_nothing_matching(tmp_path: Path) -> None:
     bench = Amber(AMBER_EXCERPT, types=["existence"], limit=2)
-    ids = [s.id for s in bench.samples()]
+    samples = list(bench.samples())
+    ids = [s.id for s in samples]
     path = tmp_path / "amber.csv"
-    path.write_text(f"id,question,prediction\n{ids[0]},q,No\n", encoding="utf-8")
+    path.write_text(f"id,question,prediction\n{ids[0]},{samples[0].prompt},No\n", encoding="utf-8")
     assert list(bench.read_responses(path, benchmark_ids=set(ids)).responses) == [ids[0]]
-    path.write_text("id,question,prediction\n424242,q,No\n", encoding="utf-8")
+    path.write_text("id,question,prediction\n424242,Is there a cloud in this image?,No\n", encoding="utf-8")
     with pytest.raises(ResponsesError, match=r"no row of .* matched the benchmark"):
         bench.read_responses(path, benchmark_ids=set(ids))
+
+
+def test_generic_id_is_refused_when_the_question_is_another(tmp_path: Path) -> None:
+    """A yes/no question carrying the number of AMBER's generative item 5 ("Describe this image.") is not
+    that item's answer: the row is reported, not attached to it."""
+    bench = Amber(AMBER_EXCERPT)
+    ids = {s.id for s in bench.samples()}
+    path = tmp_path / "amber.csv"
+    path.write_text(
+        "index,question,prediction\n5,Is there a dog in this image?,Yes\n8633,Is there a cloud in this image?,No\n",
+        encoding="utf-8",
+    )
+    result = bench.read_responses(path, benchmark_ids=ids)
+    assert list(result.responses) == ["8633"]
+    assert len(result.problems) == 1
+    assert "row 2" in result.problems[0] and "not the question of 5" in result.problems[0]
+    assert "Describe this image." in result.problems[0]
 
 
 @pytest.mark.full_data
@@ -123,9 +142,40 @@ def test_any_benchmark_reads_harness_files_by_id_field(tmp_path: Path) -> None:
     bench = TriHE(TRI_HE_JSON, limit=2)
     ids = [s.id for s in bench.samples()]
     path = tmp_path / "samples.jsonl"
-    rows = [_lmms_row(0, {"id": ids[0], "question": "q"}, "A dog sits on a bench."),
-            _lmms_row(1, {"id": "no-such-id", "question": "q"}, "x")]
+    question = next(bench.samples()).prompt
+    rows = [_lmms_row(0, {"id": ids[0], "question": question}, "A dog sits on a bench."),
+            _lmms_row(1, {"id": "no-such-id", "question": question}, "x")]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     result = bench.read_responses(path, benchmark_ids=set(ids))
     assert list(result.responses) == [ids[0]]
     assert len(result.problems) == 1 and "line 2" in result.problems[0]
+
+
+@pytest.mark.parametrize("layout", ["vlmevalkit", "halluscope"])
+def test_problems_with_the_responses_file_are_kept_with_the_run(tmp_path: Path, layout: str) -> None:
+    """Not only printed: spec.json keeps how many rows had a problem, and which (the first 50)."""
+    from typer.testing import CliRunner
+
+    from halluscope.cli.main import app
+    from tests.paths import PEER_OUTPUTS_EXCERPT
+
+    if layout == "vlmevalkit":
+        sheet = PEER_OUTPUTS_EXCERPT / "vlmevalkit-vila-1.5-8b" / "vila_8b_HallusionBench_auxmatch.tsv"
+        path = tmp_path / "M_HallusionBench.tsv"
+        path.write_text(sheet.read_text(encoding="utf-8").replace(
+            "Is the right orange circle larger than", "Is the blue square larger than", 1), encoding="utf-8")
+        expected = "M_HallusionBench.tsv row 3: its question"
+    else:
+        path = tmp_path / "answers.jsonl"
+        path.write_text('{"id": "VD-illusion-0-0-0", "response": "No"}\n{"id": "VD-nope-9-9-9", "response": "No"}\n',
+                        encoding="utf-8")
+        expected = "answers.jsonl line 2: unknown id"
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", "-b", "hallusionbench", "--data", str(HALLUSIONBENCH_EXCERPT),
+                                      "-r", str(path), "--only-answered", "--out", str(out), "-q"],
+                                terminal_width=200)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    kept = json.loads((out / "spec.json").read_text(encoding="utf-8"))["responses_file"]
+    assert kept["layout"] == layout and kept["problems"] == 1
+    assert kept["first_problems"][0].startswith(expected)
+    assert "1 problem(s) in the responses file, kept in spec.json" in " ".join(result.output.split())

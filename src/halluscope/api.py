@@ -433,7 +433,13 @@ def _evaluate(
             more = f" (and {len(loaded.problems) - 1} more)" if len(loaded.problems) > 1 else ""
             warnings.warn(f"{path}: {loaded.problems[0]}{more}", stacklevel=3)
         answers = loaded.responses
+        spec_extra["responses_file"] = loaded.summary(path)
         spec_extra["model"] = None
+        if loaded.items:
+            from halluscope.runs.selection import items_from_responses
+
+            bench = items_from_responses(bench, loaded.items, loaded.notes.get("labels"))
+            warnings.warn(f"{path}: labels are {loaded.notes.get('labels', 'the file own')}", stacklevel=3)
     else:
         from halluscope.models.spec import create_model
         from halluscope.registry import UnknownComponentError

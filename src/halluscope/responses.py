@@ -31,7 +31,7 @@ from typing import Any
 
 from halluscope.gcpause import gc_paused
 from halluscope.jsonio import JsonlLine, iter_jsonl, write_jsonl_atomic
-from halluscope.types import Claim, Response
+from halluscope.types import Claim, Response, Sample
 
 _CORE_FIELDS = {"id", "response", "claims", "model"}
 
@@ -46,8 +46,29 @@ class ResponsesFile:
 
     responses: dict[str, Response] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    #: Which layout the file was read as: ``halluscope``, ``tri-he`` or ``reefknot``.
+    #: Which layout the file was read as: ``halluscope``, ``tri-he``, ``reefknot`` or another tool's
+    #: (``llava``, ``lmms-eval``, ``vlmevalkit``).
     layout: str = "halluscope"
+    #: Items the file defines itself, scored instead of the benchmark's own when its rows cannot be tied
+    #: to those (a VLMEvalKit POPE sheet: no COCO image names, so its own ``answer`` column is the label).
+    items: list[Sample] = field(default_factory=list)
+    #: What a run should record about how the file was read (where the labels came from, the order used).
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, path: Path | str, *, keep: int = 50) -> dict[str, Any]:
+        """What ``spec.json`` keeps about the file: layout, answers, problems (count and the first ``keep``)."""
+        out: dict[str, Any] = {
+            "path": str(path),
+            "layout": self.layout,
+            "answers": len(self.responses),
+            "problems": len(self.problems),
+        }
+        if self.problems:
+            out["first_problems"] = self.problems[:keep]
+        if self.items:
+            out["items_from_file"] = len(self.items)
+        out.update(self.notes)
+        return out
 
 
 def _parse_claims(value: Any, where: str) -> list[Claim]:

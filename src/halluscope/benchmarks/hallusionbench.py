@@ -15,6 +15,9 @@ Correctness of each answer, coded as the official code codes it (1 correct, 0 in
 
 - ``judge=parser`` (default, offline): the shared yes/no parser reads the prediction; agreeing with
   ``gt_answer`` is 1, disagreeing 0, no readable yes/no (refusal, hedge) 2;
+- ``judge=vlmevalkit``: VLMEvalKit's exact-matching reading and its rating (fAcc over every figure group,
+  no "unclear" codes), to reproduce a VLMEvalKit ``HallusionBench_score.csv``
+  (:mod:`halluscope.metrics.vlmevalkit`);
 - ``judge=llm``: an LLM grader on any OpenAI-compatible endpoint (the paper's way; see
   :mod:`halluscope.judges.hallusionbench`), bounded retries, unjudged (redone next run) when it fails.
 
@@ -22,8 +25,8 @@ Metrics (:mod:`halluscope.metrics.hallusionbench`): aAcc, qAcc, fAcc, easy and h
 language-hallucination / visual-illusion analysis. The official result layout (``HallusionBench.json``
 rows with ``model_prediction``, e.g. ``HallusionBench_result_sample.json``) is accepted as responses.
 
-Benchmark options: ``categories`` (``VD,VS``), ``limit``, ``judge`` (``parser`` | ``llm``), ``llm_model``,
-``llm_base_url``, ``llm_api_key_env``, ``images``, ``missing_images`` (``refuse`` | ``fail``), ``prompt``
+Benchmark options: ``categories`` (``VD,VS``), ``limit``, ``judge`` (``parser`` | ``llm`` | ``vlmevalkit``),
+``llm_model``, ``llm_base_url``, ``llm_api_key_env``, ``images``, ``missing_images`` (``refuse`` | ``fail``), ``prompt``
 (``question``: the question as the file gives it, as the official code and lmms-eval send it; ``yesno``:
 followed by " Please answer yes or no."; ``short``: followed by LLaVA's "Answer the question using a single
 word or phrase.").
@@ -52,7 +55,7 @@ __all__ = ["HallusionBench", "hallusion_id"]
 OFFICIAL_URL = "https://raw.githubusercontent.com/tianyi-lab/HallusionBench/main/HallusionBench.json"
 _ID_FIELDS = ("category", "subcategory", "set_id", "figure_id", "question_id")
 _REQUIRED = (*_ID_FIELDS, "question", "gt_answer")
-_JUDGES = ("parser", "llm")
+_JUDGES = ("parser", "llm", "vlmevalkit")
 
 
 def hallusion_id(row: Mapping[str, Any]) -> str:
@@ -101,7 +104,7 @@ class HallusionBench(Benchmark):
             raise ValueError("limit must be at least 1")
         self.limit = limit
         if judge not in _JUDGES:
-            raise ValueError(f"unknown HallusionBench judge {judge!r}; choose parser or llm")
+            raise ValueError(f"unknown HallusionBench judge {judge!r}; choose parser, llm or vlmevalkit")
         self.judge_name = judge
         self.llm_model, self.llm_base_url, self.llm_api_key_env = llm_model, llm_base_url, llm_api_key_env
         self._judge: Any = None
@@ -257,7 +260,12 @@ class HallusionBench(Benchmark):
                 reading = parsed[sample.id]
                 extras["prediction"] = reading.value
                 extras["parse"] = reading.how
-                if self.judge_name == "llm":
+                if self.judge_name == "vlmevalkit":
+                    from halluscope.metrics.vlmevalkit import vlmevalkit_yes_no
+
+                    extras["vlmevalkit_reading"] = vlmevalkit_yes_no(response.response)
+                    extras["correctness"] = int(extras["vlmevalkit_reading"].lower() == meta["label"])
+                elif self.judge_name == "llm":
                     verdict = graded[sample.id]
                     if isinstance(verdict, str):
                         failure, extras["correctness"] = verdict, None
@@ -304,4 +312,9 @@ class HallusionBench(Benchmark):
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.hallusionbench import hallusion_metrics
 
-        return hallusion_metrics(records, benchmark=self.name)
+        report = hallusion_metrics(records, benchmark=self.name)
+        if self.judge_name == "vlmevalkit":
+            from halluscope.metrics.vlmevalkit import hallusion_vlmevalkit_report
+
+            report = hallusion_vlmevalkit_report(records, report)
+        return report

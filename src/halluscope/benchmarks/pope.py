@@ -22,9 +22,14 @@ Scoring modes (every record carries both):
 Metrics (0–100, "yes" the positive class): accuracy, precision, recall, F1, and the yes-ratio of the
 *predictions*; per ``<source>/<setting>`` in groups; the items the two rules read differently.
 
+- ``vlmevalkit``: VLMEvalKit's reading and rating (:mod:`halluscope.metrics.vlmevalkit`), to reproduce a
+  VLMEvalKit ``POPE_score.csv``; the headline and per-set numbers are VLMEvalKit's, both other readings kept.
+
 Benchmark options (``--bench-opt``): ``sources`` and ``settings`` (comma lists), ``limit`` (per set),
-``mode`` (``robust`` | ``paper``), ``images`` (the photo folder), ``missing_images`` (``refuse`` | ``fail``),
-``prompt`` (what the model is asked, see :data:`PROMPTS`).
+``mode`` (``robust`` | ``paper`` | ``vlmevalkit``), ``labels`` (``pope`` | ``repope``: RePOPE's corrected
+COCO labels, :mod:`halluscope.benchmarks.repope`; ``repope_data`` its folder), ``questions`` (the question
+file an answers file in LLaVA's layout was made from, :mod:`halluscope.importers.llava`), ``images`` (the photo
+folder), ``missing_images`` (``refuse`` | ``fail``), ``prompt`` (what the model is asked, see :data:`PROMPTS`).
 """
 
 from __future__ import annotations
@@ -157,7 +162,17 @@ class Pope(Benchmark):
         images: Path | None = None,
         prompt: str = "question",
         missing_images: str = "refuse",
+        labels: str = "pope",
+        repope_data: Path | None = None,
+        questions: Path | None = None,
     ) -> None:
+        if labels not in ("pope", "repope"):
+            raise ValueError(f"unknown POPE labels {labels!r}; choose pope or repope")
+        if labels == "repope" and any(src != "coco" for src in sources):
+            raise ValueError("RePOPE relabels only POPE's COCO sets: add --bench-opt sources=coco")
+        self.labels = labels
+        self.repope_data = repope_data
+        self.questions = Path(questions) if questions is not None else None
         available = resolve_pope_files(data)
         self.data = data
         wanted = [(src, st) for src in sources for st in settings]
@@ -170,7 +185,9 @@ class Pope(Benchmark):
         if limit is not None and limit < 1:
             raise ValueError("limit must be at least 1")
         self.limit = limit
-        self.mode = check_mode(mode)
+        if mode not in ("robust", "paper", "vlmevalkit"):
+            raise ValueError(f"unknown POPE scoring mode {mode!r}; choose robust, paper or vlmevalkit")
+        self.mode = mode if mode == "vlmevalkit" else check_mode(mode)
         self.images = Path(images) if images else None
         self.prompt = check_prompt(prompt, PROMPTS, "the POPE benchmark")
         self.missing_images = check_missing_policy(missing_images)
@@ -178,11 +195,19 @@ class Pope(Benchmark):
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Pope:
-        known = ["sources", "settings", "limit", "mode", "images", "prompt", "missing_images"]
+        known = [
+            "sources", "settings", "limit", "mode", "images", "prompt", "missing_images",
+            "labels", "repope_data", "questions",
+        ]  # fmt: skip
         check_options("the POPE benchmark", set(options) - set(known), known)
+        labels = str(options.get("labels", "pope"))
+        default_sources = "coco" if labels == "repope" else ",".join(SOURCES)
         return cls(
             data=data,
-            sources=_csv(options.get("sources", ",".join(SOURCES)), SOURCES, "source"),
+            labels=labels,
+            repope_data=Path(options["repope_data"]) if options.get("repope_data") else None,
+            questions=Path(options["questions"]) if options.get("questions") else None,
+            sources=_csv(options.get("sources", default_sources), SOURCES, "source"),
             settings=_csv(options.get("settings", ",".join(SETTINGS)), SETTINGS, "setting"),
             limit=int(options["limit"]) if options.get("limit") else None,
             mode=str(options.get("mode", "robust")),
@@ -202,8 +227,23 @@ class Pope(Benchmark):
                     raise ClosedDataError(f"{path} item {index}: missing field(s) {', '.join(missing)}")
                 if str(row["label"]).lower() not in ("yes", "no"):
                     raise ClosedDataError(f"{path} item {index}: label must be yes or no, got {row['label']!r}")
-            loaded[key] = rows[: self.limit] if self.limit else rows
-        return loaded
+            loaded[key] = rows
+        if self.labels == "repope":
+            from halluscope.benchmarks.repope import relabel
+
+            loaded, self.repope_counts, dropped = relabel(loaded, self.repope_data)
+            self.repope_dropped = {
+                (src, st, Path(str(r.get("image", ""))).stem, str(r["text"]).strip().lower()):
+                    f"{src}-{st}-{r['question_id']}"
+                for (src, st), rows in dropped.items()
+                for r in rows
+            }  # fmt: skip
+        return {key: rows[: self.limit] if self.limit else rows for key, rows in loaded.items()}
+
+    #: Per set, what RePOPE's files changed (``labels=repope``): kept, dropped and relabelled items.
+    repope_counts: dict[str, dict[str, int]] | None = None
+    #: Items RePOPE dropped, by (source, setting, image stem, question): answers to them are told apart.
+    repope_dropped: dict[tuple[str, str, str, str], str] | None = None
 
     def samples(self) -> Iterator[Sample]:
         template = PROMPTS[self.prompt]
@@ -247,7 +287,15 @@ class Pope(Benchmark):
             # Written only when not the default, so runs made before the option existed resume unchanged.
             **({"prompt": self.prompt} if self.prompt != "question" else {}),
             **image_spec(self.images, self.samples(), self.missing_images),
+            **self._label_spec(),
+            **({"questions": str(self.questions)} if self.questions is not None else {}),
         }
+
+    def _label_spec(self) -> dict[str, Any]:
+        if self.labels != "repope":
+            return {}
+        _ = self.rows  # the counts are made while reading
+        return {"labels": "repope", "repope": self.repope_counts}
 
     def external_id(self, row: Mapping[str, Any]) -> str | None:
         """The sample id of a row from another harness (lmms-eval doc, VLMEvalKit line), or None.
@@ -262,11 +310,11 @@ class Pope(Benchmark):
         question_id = row.get("question_id")
         if question_id is not None and str(question_id).isdigit():
             return f"{source}-{setting}-{int(str(question_id))}"
-        image = row.get("image_source") or row.get("image_path") or row.get("image_name")
+        image = row.get("image_source") or row.get("image_path") or row.get("image_name") or row.get("image")
         question = row.get("question") or row.get("text")
         if image and question:
             key = (source, str(setting), Path(str(image)).stem, str(question).strip().lower())
-            return self._by_image_question.get(key)
+            return self._by_image_question.get(key) or (self.repope_dropped or {}).get(key)
         return None
 
     @cached_property
@@ -288,7 +336,20 @@ class Pope(Benchmark):
         path = Path(path)
         if _is_official_answers(path):
             return self._read_official_answers(path)
-        return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
+        _ = self.rows  # RePOPE's dropped items are known once the rows are read
+        dropped = set((self.repope_dropped or {}).values())
+        if not dropped or benchmark_ids is None:
+            return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
+        result = super().read_responses(path, benchmark_ids=benchmark_ids | dropped, key=key)
+        answered = [i for i in result.responses if i in dropped]
+        for sample_id in answered:
+            del result.responses[sample_id]
+        if answered:
+            result.problems.append(
+                f"{len(answered)} answers are to items RePOPE dropped as ambiguous (e.g. {answered[0]}); not scored"
+            )
+            result.notes["answers_to_repope_dropped_items"] = len(answered)
+        return result
 
     def _read_official_answers(self, path: Path) -> ResponsesFile:
         """POPE's answer layout (``answer_example.json``): one ``{"question", "answer"}`` a line, in the
@@ -328,6 +389,15 @@ class Pope(Benchmark):
     async def score_many(
         self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
     ) -> list[SampleRecord]:
+        if self.mode == "vlmevalkit":
+            from halluscope.metrics.vlmevalkit import with_vlmevalkit_reading
+
+            return [
+                with_vlmevalkit_reading(
+                    yes_no_record(s, r, mode="paper", paper_rule=pope_paper_rule, fields=_RECORD_FIELDS)
+                )
+                for s, r in pairs
+            ]
         return [
             yes_no_record(s, r, mode=self.mode, paper_rule=pope_paper_rule, fields=_RECORD_FIELDS)
             for s, r in pairs
@@ -336,7 +406,17 @@ class Pope(Benchmark):
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.yesno import yes_no_report
 
-        return yes_no_report(records, benchmark=self.name, mode=self.mode, group_by=("source", "setting"))
+        if self.mode == "vlmevalkit":
+            from halluscope.metrics.vlmevalkit import pope_vlmevalkit_report
+
+            report = pope_vlmevalkit_report(records, benchmark=self.name)
+        else:
+            report = yes_no_report(records, benchmark=self.name, mode=self.mode, group_by=("source", "setting"))
+        if self.labels == "repope" and self.repope_counts is not None:
+            for what in ("dropped", "relabelled"):
+                report.counts[f"repope_{what}"] = sum(c[what] for c in self.repope_counts.values())
+            report.details["labels"] = "repope"
+        return report
 
 
 def _iter_answer_lines(path: Path) -> Iterator[tuple[int, dict[str, Any], str | None]]:

@@ -226,7 +226,13 @@ def run(
                 fail("stopping because of --strict")
         answers = loaded.responses
         spec_extra["responses"] = str(responses)
+        spec_extra["responses_file"] = loaded.summary(responses)
         spec_extra["model"] = None
+        if loaded.items:
+            from halluscope.runs.selection import items_from_responses
+
+            bench = items_from_responses(bench, loaded.items, loaded.notes.get("labels"))
+            ids = {s.id for s in bench.samples()}
     else:
         import asyncio
 
@@ -326,6 +332,12 @@ def run(
             )
     warn_corrupt(err_console, report)
     out_console.print(metrics_table(report.metrics, report.counts, title=f"{bench.name} — {out}"))
+    imported = spec_extra.get("responses_file") or {}
+    if imported.get("labels"):
+        out_console.print(f"labels: {imported['labels']}")
+    if imported.get("problems"):
+        count = imported["problems"]
+        out_console.print(f"{count} problem(s) in the responses file, kept in spec.json (responses_file)")
     out_console.print(f"run directory: {out}")
 
 

@@ -143,6 +143,12 @@ def load_run(directory: Path) -> ReportRun:
         spec = dict(raw_spec) if isinstance(raw_spec, Mapping) else {}
     else:
         notes.append("spec.json is missing")
+    imported = spec.get("responses_file")
+    if isinstance(imported, Mapping):
+        if imported.get("labels"):
+            notes.append(f"labels: {imported['labels']}")
+        if imported.get("problems"):
+            notes.append(f"{imported['problems']:,} problem(s) in the responses file (listed in spec.json)")
 
     metrics: dict[str, Any] = {}
     if metrics_path.exists():

@@ -12,13 +12,13 @@ Python use: ``run_benchmark(answered_only(bench, answers), answers, ctx, out)``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, TypeVar
 
 from halluscope.stages import Benchmark
 from halluscope.types import Sample
 
-__all__ = ["answered_only"]
+__all__ = ["answered_only", "items_from_responses"]
 
 B = TypeVar("B", bound=Benchmark)
 
@@ -47,3 +47,32 @@ def answered_only(benchmark: B, responses: Collection[str]) -> B:
         {"samples": samples, "spec": spec, "__module__": base.__module__, "__doc__": base.__doc__},
     )
     return restricted
+
+
+def items_from_responses(benchmark: B, items: Sequence[Sample], note: str | None = None) -> B:
+    """A copy of ``benchmark`` whose samples are ``items``: those a responses file defined itself.
+
+    Why: some files cannot be tied to the benchmark's own items (VLMEvalKit's POPE sheet names no COCO
+    image), yet carry their own labels; scoring them on those labels is honest only when the run says so,
+    so ``spec.json`` records it (``benchmark.items_from_responses``). As with :func:`answered_only`, the copy
+    keeps the benchmark's own class, scoring and metrics.
+    """
+    chosen = list(items)
+    base: type[Benchmark] = type(benchmark)
+
+    def samples(self: Benchmark) -> Iterator[Sample]:
+        return iter(chosen)
+
+    def spec(self: Benchmark) -> dict[str, Any]:
+        return {
+            **base.spec(self),
+            "items_from_responses": {"count": len(chosen), "labels": note or "the responses file's own labels"},
+        }
+
+    copied = copy.copy(benchmark)
+    copied.__class__ = type(
+        f"FromResponses{base.__name__}",
+        (base,),
+        {"samples": samples, "spec": spec, "__module__": base.__module__, "__doc__": base.__doc__},
+    )
+    return copied

@@ -2,9 +2,12 @@
 
 The everyday tests read these excerpts, so a clone without ``../shared`` can run them; the full-data tests
 (marked ``full_data``) read the full files. Only data whose licence allows redistribution is excerpted:
-POPE (MIT), AMBER (Apache-2.0), HallusionBench (BSD-3-Clause) and a few Visual Genome photos from the Tri-HE
-release (CC BY 4.0). Tri-HE's ``tri-he.json``, Reefknot and HQH publish no licence, so nothing of them is
-copied here (see NOTICE.md). The selection is deterministic: the same full data gives the same bytes.
+POPE (MIT), AMBER (Apache-2.0), HallusionBench (BSD-3-Clause), a few Visual Genome photos from the Tri-HE
+release (CC BY 4.0), and of the peer outputs LLaVA's POPE question file (Apache-2.0), the POPE labels LLaVA
+used (MIT) and VLMEvalKit's VILA-1.5-8B prediction sheets (Apache-2.0, written as TSV, which VLMEvalKit also
+reads and writes). The LLaVA-7B answers publish no licence and are not copied. Tri-HE's ``tri-he.json``,
+Reefknot and HQH publish no licence, so nothing of them is copied here (see NOTICE.md). The selection is
+deterministic: the same full data gives the same bytes.
 
     python tests/data/excerpts/make_excerpts.py [--shared ../shared] [--out tests/data/excerpts]
 """
@@ -12,9 +15,14 @@ copied here (see NOTICE.md). The selection is deterministic: the same full data 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import os
+import re
 import shutil
+import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +116,77 @@ def _tri_he_images(src: Path, out: Path) -> None:
             image.save(out / f"{image_id}.jpg", "JPEG", quality=80, optimize=True)
 
 
-EXCERPTED = ("pope", "amber", "hallusionbench", "tri-he")
+LLAVA_QUESTIONS = 60  # per POPE set, as POPE_ITEMS
+VLMEVALKIT_POPE_ROWS = 120
+_SHEET_NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
+
+
+def _xlsx_rows(path: Path) -> list[list[str]]:
+    """The first sheet of a simple .xlsx as text cells (standard library only: no openpyxl needed here)."""
+    with zipfile.ZipFile(path) as book:
+        shared = [
+            "".join(t.text or "" for t in item.iter(f"{{{_SHEET_NS['m']}}}t"))
+            for item in ET.fromstring(book.read("xl/sharedStrings.xml")).findall("m:si", _SHEET_NS)
+        ]
+        sheet = ET.fromstring(book.read("xl/worksheets/sheet1.xml"))
+    rows: list[list[str]] = []
+    for row in sheet.iter(f"{{{_SHEET_NS['m']}}}row"):
+        cells: dict[int, str] = {}
+        for cell in row.findall("m:c", _SHEET_NS):
+            letters = re.match(r"[A-Z]+", cell.get("r", "A")).group(0)  # type: ignore[union-attr]
+            column = 0
+            for letter in letters:
+                column = column * 26 + ord(letter) - 64
+            value = cell.findtext("m:v", default="", namespaces=_SHEET_NS)
+            kind = cell.get("t")
+            if kind == "s":
+                value = shared[int(value)]
+            elif kind == "b":
+                value = "True" if value == "1" else "False"
+            elif kind == "inlineStr":
+                value = "".join(t.text or "" for t in cell.iter(f"{{{_SHEET_NS['m']}}}t"))
+            cells[column - 1] = value
+        rows.append([cells.get(i, "") for i in range(max(cells) + 1)] if cells else [])
+    return rows
+
+
+def _write_tsv(path: Path, rows: list[list[str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.StringIO()
+    csv.writer(buffer, delimiter="\t", lineterminator="\n").writerows(rows)
+    path.write_text(buffer.getvalue(), encoding="utf-8")
+
+
+def _peer_outputs(src: Path, out: Path, hallusion_sets: set[tuple[str, str, str]]) -> None:
+    llava = src / "pope-llava-1.5-7b-partial"
+    target = out / "pope-llava-1.5-7b"
+    kept = []
+    for line in (llava / "llava_pope_test.jsonl").read_text(encoding="utf-8").splitlines():
+        qid = json.loads(line)["question_id"]
+        if qid % 10_000_000 <= LLAVA_QUESTIONS:
+            kept.append(line)
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "llava_pope_test.jsonl").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    for setting in ("random", "popular", "adversarial"):
+        name = f"coco/coco_pope_{setting}.json"
+        lines = (llava / "pope-labels-e3e3926" / name).read_text(encoding="utf-8").splitlines()[:POPE_ITEMS]
+        (target / "pope-labels-e3e3926" / "coco").mkdir(parents=True, exist_ok=True)
+        (target / "pope-labels-e3e3926" / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shutil.copyfile(src.parent / "pope" / "LICENSE", target / "pope-labels-e3e3926" / "LICENSE")
+    vlm = src / "vlmevalkit-vila-1.5-8b"
+    target = out / "vlmevalkit-vila-1.5-8b"
+    pope = _xlsx_rows(vlm / "vila_8b_POPE_auxmatch.xlsx")
+    _write_tsv(target / "vila_8b_POPE_auxmatch.tsv", pope[: VLMEVALKIT_POPE_ROWS + 1])
+    hallusion = _xlsx_rows(vlm / "vila_8b_HallusionBench_auxmatch.xlsx")
+    column = hallusion[0].index("index")
+    chosen = [hallusion[0]] + [
+        row for row in hallusion[1:]
+        if (lambda p: (p[0], p[1], p[3]))(row[column].split("_")) in hallusion_sets
+    ]
+    _write_tsv(target / "vila_8b_HallusionBench_auxmatch.tsv", chosen)
+
+
+EXCERPTED = ("pope", "amber", "hallusionbench", "tri-he", "peer-outputs")
 
 
 def write_excerpts(data: Path, out: Path) -> None:
@@ -119,6 +197,9 @@ def write_excerpts(data: Path, out: Path) -> None:
     _pope(data / "pope", out / "pope")
     _amber(data / "amber", out / "amber")
     _hallusionbench(data / "hallusionbench", out / "hallusionbench")
+    kept = json.loads((out / "hallusionbench" / "HallusionBench.json").read_text(encoding="utf-8"))
+    _peer_outputs(data / "peer-outputs", out / "peer-outputs",
+                  {(r["category"], r["subcategory"], str(r["set_id"])) for r in kept})
     _tri_he_images(data / "tri-he" / "images", out / "tri-he" / "images")
 
 
