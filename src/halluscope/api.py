@@ -232,7 +232,8 @@ def read_answers(
         message = str(error)
         named = str(path) in message or path.name in message
         raise EvaluationError(message if named else f"{path}: {message}") from error
-    selected = {s.id for s in bench.samples()}
+    # A file that defines its own items (a VLMEvalKit POPE sheet) is measured on those.
+    selected = {s.id for s in loaded.items} if loaded.items else {s.id for s in bench.samples()}
     if not any(sample_id in selected for sample_id in loaded.responses):
         if not loaded.responses:
             why = "holds no answer" if not loaded.problems else f"holds no usable answer ({loaded.problems[0]})"
