@@ -38,15 +38,10 @@ from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.options import check_options
 from halluscope.scene.names import COLOURS, FRAME_WORDS, REGION_WORDS, default_matcher, tokens, wordnet
 from halluscope.stages import Failure
+from halluscope.text import numbers_in
 
 __all__ = ["HQHRulesJudge", "judge_answer", "parse_numbers"]
 
-NUMBER_WORDS = {
-    "zero": 0, "none": 0, "one": 1, "single": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
-    "dozen": 12, "thirty": 30, "forty": 40, "fifty": 50,
-}  # fmt: skip
 _NONE_PHRASES = re.compile(r"\b(?:there (?:are|is) no|there's no|i (?:can )?see no|no one|nobody|not any)\b")
 _SINGULAR = re.compile(
     r"\b(?:there is|there's|i (?:can )?see|shows?|has|contains?)\s+(?:only |just )?(?:a|an)\s+"
@@ -108,8 +103,7 @@ _YES_NO_Q = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have)\
 def parse_numbers(text: str) -> set[int]:
     """The numbers a text states: digits, number words, and zero for "no one", "there are no", "none"."""
     lowered = text.lower()
-    found = {int(d) for d in re.findall(r"(?<![\w.])(\d{1,4})(?![\w.]\d)", lowered)}
-    found |= {NUMBER_WORDS[t] for t in tokens(lowered) if t in NUMBER_WORDS}
+    found = numbers_in(lowered)
     if _NONE_PHRASES.search(lowered) or re.fullmatch(r"\s*(?:no|none|zero)\W*", lowered):
         found.add(0)
     return found
