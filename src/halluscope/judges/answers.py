@@ -8,9 +8,13 @@ Two rule sets live here side by side, because halluscope reports both:
   ``"No, the cow's eyes are closed."`` contains "yes" (in "eyes") and counts as yes; ``"I cannot tell."``
   counts as a "no"; ``" A"``, ``"(B)"`` and ``"The answer is C."`` are read as " ", "(" and "T".
 - ``robust``: what a careful reader would take the answer to be. Leading filler ("Sure!", "Answer:",
-  "Based on the image,") is skipped; a leading yes/no word decides; refusals ("I can't tell from this
-  image") are *unanswered* — counted, but neither right nor wrong; negations ("There is no dog") read as no;
-  a multiple-choice answer may be a letter in any usual shape or the text of one option.
+  "Based on the image,") is skipped; emphasis takes the polarity of what follows ("Absolutely not." no,
+  "Certainly!" yes); a leading yes/no word decides; refusals ("I can't tell from this image") are
+  *unanswered* — counted, but neither right nor wrong; negations ("There is no dog") read as no; given the
+  question, an answer that states or denies its claim is read against it and one that contradicts itself is
+  unanswered (:mod:`halluscope.judges.statements`); a multiple-choice answer may be a letter in any usual
+  shape or the text of one option. docs/reading.md has the rules and their agreement with a person's reading
+  of real answers.
 
 Every parser returns a :class:`ParsedAnswer` that says how it decided, so a report can show which rule
 fired and a user can audit disagreements between the two modes.
@@ -49,9 +53,10 @@ LETTERS = ("A", "B", "C", "D")
 class ParsedAnswer:
     """The answer read from a response, or None when the response gives none.
 
-    ``how`` names the rule that decided: ``paper``, ``leading`` (first word), ``keyword`` (a yes/no word
-    later on), ``negation``, ``restated`` (the answer repeats the question's statement), ``letter``,
-    ``option-text``, ``template``; or, for None, ``empty``, ``refusal``, ``ambiguous``, ``unparsed``.
+    ``how`` names the rule that decided: ``paper``, ``leading`` (first word), ``emphatic``, ``short``,
+    ``keyword`` (a yes/no word later on), ``negation``, ``restated`` / ``denied`` / ``compared`` (read against
+    the question), ``letter``, ``option-text``, ``template``; or, for None, ``empty``, ``refusal``,
+    ``ambiguous``, ``contradictory``, ``unparsed``.
     """
 
     value: str | None
