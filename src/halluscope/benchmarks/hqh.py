@@ -40,7 +40,7 @@ from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
-from halluscope.judges.hqh_rules import parse_numbers
+from halluscope.judges.hqh_rules import empty_answer, parse_numbers
 from halluscope.options import check_options
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
 from halluscope.scene.graph import SceneGraph
@@ -452,7 +452,7 @@ class HQH(Benchmark):
                     f"judge {name!r} cannot judge HQH answers; use --judge hqh-rules (offline) or hqh-llm"
                 )
             elif not response.response.strip():
-                empty[sample.id] = HQHJudgement.unjudged("empty answer: nothing to judge", "empty")
+                empty[sample.id] = empty_answer()  # incorrect, as HQH's official grader scores it
             else:
                 scene = self.scene(sample)
                 assert scene is not None  # samples without image information carry a problem

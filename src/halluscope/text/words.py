@@ -55,17 +55,13 @@ OPPOSITE_COMPARATIVES = {**_OPPOSITE_COMPARATIVES, **{b: a for a, b in _OPPOSITE
 
 #: Spatial prepositions that exclude each other: "under the pole" is not "on a pole".
 _OPPOSITES = {
-    "on": {"under", "beneath", "below", "underneath", "inside", "in"},
+    "on": {"under", "beneath", "below", "underneath"},
     "above": {"under", "below", "beneath", "underneath"},
     "over": {"under", "below", "beneath", "underneath"},
-    "in": {"outside", "on", "under", "behind"},
     "inside": {"outside"},
     "behind": {"front"},
-    "front": {"behind"},
     "left": {"right"},
-    "right": {"left"},
-    "near": {"far"},
-    "top": {"bottom", "under", "below", "beneath"},
+    "top": {"bottom", "under", "beneath", "underneath"},
 }
 OPPOSITE_PREPOSITIONS: dict[str, frozenset[str]] = {}
 for _word, _others in _OPPOSITES.items():
