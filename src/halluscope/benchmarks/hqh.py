@@ -464,6 +464,7 @@ class HQH(Benchmark):
                         ground_truth=sample.reference or "",
                         answer=response.response,
                         scene=scene,
+                        image_path=sample.image_path,
                     )
                 )
         results: dict[str, HQHJudgement | Failure] = dict(empty)
