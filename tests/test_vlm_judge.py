@@ -175,3 +175,25 @@ def test_cli_run_on_tri_he_sends_each_sample_its_own_photo(tmp_path: Path) -> No
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["details"]["headline"] == "contradicted_hallu_q"
     assert metrics["metrics"]["contradicted_hallu_q"] == pytest.approx(50.0)
+
+
+@pytest.mark.full_data
+def test_validate_judge_on_the_real_set_sends_the_photos(tmp_path: Path) -> None:
+    from halluscope.cli.main import app
+
+    sent: list[bytes] = []
+
+    def respond(body: dict[str, Any]) -> Reply:
+        sent.append(_parts(body)[0])
+        return completion("Verdict: cannot tell")
+
+    with ScriptedServer(responder=respond) as server:
+        result = CliRunner().invoke(app, [
+            "validate-judge", "--set", "real", "--data", str(TRI_HE_JSON), "--limit", "2", "--judge", "vlm",
+            "--judge-opt", f"base_url={server.base_url}", "--judge-opt", "model=scripted-vlm",
+            "--judge-opt", "max_side=64", "--out", str(tmp_path / "real.json"), "-q", "--no-cache",
+        ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert sent and all(Image.open(io.BytesIO(b)).size[0] <= 64 for b in sent)  # every call carried a photo
+    report = json.loads((tmp_path / "real.json").read_text())
+    assert "vlm" in json.dumps(report)
