@@ -449,7 +449,7 @@ class HQH(Benchmark):
             elif not isinstance(judge, HQHJudge):
                 name = getattr(judge, "name", None)
                 failures[sample.id] = (
-                    f"judge {name!r} cannot judge HQH answers; use --judge hqh-rules (offline) or hqh-llm"
+                    f"judge {name!r} cannot judge HQH answers; use --judge hqh-rules (offline), hqh-llm or vlm"
                 )
             elif not response.response.strip():
                 empty[sample.id] = empty_answer()  # incorrect, as HQH's official grader scores it
