@@ -110,3 +110,32 @@ def test_held_out_real_answers_agree_with_a_careful_reading() -> None:
     assert robust["agreement"] >= 0.99 and robust["coverage"] >= 0.97
     assert robust["exact"] > paper["exact"]  # unclear answers are left unanswered, not guessed
     assert robust["unclear_unanswered"] > paper["unclear_unanswered"] == 0
+
+
+def test_unanswered_answers_are_counted_by_reason() -> None:
+    from halluscope.benchmarks.closed import yes_no_record
+    from halluscope.judges.answers import parse_yes_no_paper
+    from halluscope.metrics.yesno import yes_no_report
+    from halluscope.types import Response, Sample
+
+    question = "Is Switzerland the leading importer of gold in 2018?"
+    answers = [
+        "Yes.",
+        "No, it is not.",
+        "Yes. China leads. So, Switzerland is not the leading importer of gold in 2018.",
+        "I cannot tell from this chart.",
+        "Yes and no.",
+    ]
+    records = [
+        yes_no_record(
+            Sample(id=str(i), benchmark="pope", prompt=question, metadata={"label": "no"}),
+            Response(id=str(i), response=answer),
+            mode="robust", paper_rule=lambda a: parse_yes_no_paper(a).value, fields=["label"],
+        )  # fmt: skip
+        for i, answer in enumerate(answers)
+    ]
+    counts = yes_no_report(records, benchmark="pope", mode="robust", group_by=()).counts
+    assert counts["unanswered"] == 3
+    assert (counts["unanswered_contradictory"], counts["unanswered_refusal"], counts["unanswered_ambiguous"]) == (
+        1, 1, 1,
+    )  # fmt: skip

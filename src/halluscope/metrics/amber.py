@@ -21,6 +21,7 @@ from typing import Any
 
 from halluscope.metrics.binary import binary_metrics
 from halluscope.metrics.chair import chair_ratio
+from halluscope.metrics.yesno import unanswered_reasons
 from halluscope.types import MetricsReport, SampleRecord
 
 __all__ = ["DIMENSIONS", "amber_discriminative_paper", "amber_generative", "amber_metrics", "dimension_of"]
@@ -145,6 +146,7 @@ def amber_metrics(records: Sequence[SampleRecord], *, benchmark: str, mode: str)
         "mode_disagreements": sum(
             1 for r in discriminative if _get(r, "paper_prediction") != _get(r, "robust_prediction")
         ),
+        **unanswered_reasons(discriminative),
     }
     return MetricsReport(benchmark=benchmark, metrics=metrics, groups=groups, counts=counts,
                          details={"mode": mode, "positive_class": "no"})
