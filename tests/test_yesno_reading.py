@@ -130,8 +130,10 @@ def test_unanswered_answers_are_counted_by_reason() -> None:
         yes_no_record(
             Sample(id=str(i), benchmark="pope", prompt=question, metadata={"label": "no"}),
             Response(id=str(i), response=answer),
-            mode="robust", paper_rule=lambda a: parse_yes_no_paper(a).value, fields=["label"],
-        )  # fmt: skip
+            mode="robust",
+            paper_rule=lambda a: parse_yes_no_paper(a).value,
+            fields=["label"],
+        )
         for i, answer in enumerate(answers)
     ]
     counts = yes_no_report(records, benchmark="pope", mode="robust", group_by=()).counts
