@@ -16,11 +16,18 @@ Each HQH type gets the check that its answers allow, and anything the rule canno
 - **attribute**: the reference's colour / material / size / shape / pattern words against the answer's words
   of the same vocabulary: all the reference's words present is correct, none of them present (but another
   word of that vocabulary) is incorrect, a partial overlap or no such word is unjudged.
-- **action, relation, comparison, environment**: the reference's content words (WordNet lemmas and
-  synonyms) all present in the answer is correct; otherwise the answer's own nouns are looked up in the image
-  information, and a noun that no region, caption or reference mentions (a "restaurant" in an office scene) is
-  an incorrect answer. Otherwise unjudged: a wrong relation or action between things that are there cannot be
-  told from the region texts without reading them.
+- **action, relation, comparison, environment**: first, an answer that contradicts the reference is incorrect — it
+  denies a reference word ("The man is not walking a dog." to "Walking a dog."), puts the thing under where the
+  reference puts it on (opposite spatial prepositions, which are content words, not stop words), or compares the
+  other way ("smaller" to "bigger", "different" to "the same"); then the reference's content words (WordNet lemmas
+  and synonyms) all present in the answer is correct; otherwise the answer's own nouns are looked up in the image
+  information, and a noun that no region, caption or reference mentions (a "restaurant" in an office scene) is an
+  incorrect answer. Otherwise unjudged: a wrong relation or action between things that are there cannot be told from
+  the region texts without reading them.
+
+Negation is read in every type: a number, colour, text or phrase the answer denies ("It is not red.") is not
+stated, and denying the reference's is incorrect. An empty answer is incorrect, as HQH's official grader
+scores it. The word lists (numbers, negations, comparisons, opposite prepositions) are :mod:`halluscope.text`.
 
 Extra contradicting claims are not counted (``extra_claims`` is None), so with this judge
 ``overall_hallucination_rate`` is None; ``hallucination_rate`` and the per-type rates are computed.
