@@ -130,6 +130,23 @@ def _item(kind: str, ground_truth: str, answer: str, instruction: str = "?") -> 
         ("existence", "yes", "No, there is none.", True),
         ("environment", "A park.", "A restaurant.", True),
         ("action", "Playing.", "The dogs are playing with a frisbee.", False),
+        # negation: the reference's words said only to be denied
+        ("attribute", "Red.", "It is not red.", True),
+        ("attribute", "Red.", "It is not blue, it is red.", False),
+        ("action", "Walking a dog.", "The man is not walking a dog.", True),
+        ("action", "Walking a dog.", "No, the man is walking a dog.", False),
+        ("count", "Two.", "There are not two dogs.", True),
+        ("OCR", "STOP.", "The sign does not say stop.", True),
+        # prepositions are not stop words, and opposite ones contradict
+        ("relation", "On a pole.", "The sign is under the pole.", True),
+        ("relation", "On a pole.", "The sign is mounted on a pole.", False),
+        ("relation", "To the left of the car.", "It is to the right of the car.", True),
+        # comparison words
+        ("comparison", "The left dog is bigger.", "The left dog is smaller.", True),
+        ("comparison", "They are the same size.", "They are different sizes.", True),
+        ("comparison", "The left dog is bigger.", "The left dog is bigger than the right one.", False),
+        # an empty answer is incorrect, as HQH's official grader scores it
+        ("action", "Playing.", "   ", True),
     ],
 )
 def test_offline_rules(kind: str, truth: str, answer: str, expected: bool | None) -> None:
@@ -180,11 +197,21 @@ def test_metrics_per_type_overall_and_unjudged() -> None:
         record(6, "OCR", None, None, failure="HQH item 6: image 9 has no entry in image_data.json"),
     ]
     report = hqh_metrics(records)
-    assert report.metrics["counting"] == pytest.approx(1 / 3)
+    # 0-100 like every other benchmark
+    assert report.metrics["counting"] == pytest.approx(100 / 3)
     assert report.metrics["ocr"] == 0.0
-    assert report.metrics["hallucination_rate"] == pytest.approx(1 / 4)
-    assert report.metrics["overall_hallucination_rate"] == pytest.approx(2 / 4)
-    assert report.metrics["extra_claims_per_answer"] == pytest.approx(1 / 4)
+    assert report.metrics["hallucination_rate"] == pytest.approx(25.0)
+    assert report.metrics["overall_hallucination_rate"] == pytest.approx(50.0)
+    assert report.metrics["extra_claims_per_answer"] == pytest.approx(1 / 4)  # a count, not a rate
+    # coverage and bounds beside each rate: OCR judged 1 of 2 asked (the failure was never asked)
+    assert report.metrics["ocr_coverage"] == pytest.approx(50.0)
+    assert (report.metrics["ocr_low"], report.metrics["ocr_high"]) == (0.0, 50.0)
+    assert report.metrics["counting_coverage"] == 100.0
+    assert report.metrics["counting_low"] == report.metrics["counting_high"] == pytest.approx(100 / 3)
+    assert report.metrics["coverage"] == pytest.approx(80.0)
+    assert report.metrics["hallucination_rate_low"] == pytest.approx(20.0)
+    assert report.metrics["hallucination_rate_high"] == pytest.approx(40.0)
+    assert report.groups["OCR"]["coverage"] == pytest.approx(50.0)
     assert report.counts["unjudged"] == 1 and report.counts["unjudged_ocr"] == 1
     assert report.counts["failed"] == 1 and report.counts["no_image_information"] == 1
 
@@ -194,7 +221,9 @@ def test_wrong_judge_and_empty_answer_are_recorded_not_raised(bench: HQH, tmp_pa
     sample = next(s for s in bench.samples() if not s.metadata.get("problem"))
     ctx = ScoringContext(cache=Cache(None), judge=HQHRulesJudge())
     (empty,) = asyncio.run(bench.score_many([(sample, Response(id=sample.id, response="  "))], ctx))
-    assert empty.failure is None and (empty.model_extra or {})["verdict"] == "unjudged"
+    # HQH's official grader scores an empty answer incorrect; so does halluscope, whatever the judge.
+    assert empty.failure is None and (empty.model_extra or {})["verdict"] == "incorrect"
+    assert (empty.model_extra or {})["hallucinated"] is True
     assert empty.metadata["type"] == sample.metadata["type"]
     from halluscope.judges.similarity import SimilarityJudge
 
@@ -218,7 +247,7 @@ def test_cli_run_gives_per_type_and_overall_rates(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
     assert set(metrics["groups"]) == {"count", "OCR", "attribute"}
-    assert metrics["metrics"]["hallucination_rate"] > 0.8
+    assert metrics["metrics"]["hallucination_rate"] > 80
     assert metrics["counts"]["no_image_information"] > 0
     assert metrics["counts"]["judged"] + metrics["counts"]["unjudged"] + metrics["counts"]["failed"] == 1500
     first = json.loads((out / "samples.jsonl").read_text().splitlines()[0])

@@ -205,7 +205,7 @@ def test_cli_run_with_hqh_llm_records_failures_and_resumes(scripted_server: Scri
     assert first.exit_code == 1, first.output
     assert "the judge failed on 1 of 3 samples" in " ".join(first.output.split())
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["counts"]["judged"] == 2 and metrics["metrics"]["ocr"] == 1.0
+    assert metrics["counts"]["judged"] == 2 and metrics["metrics"]["ocr"] == 100.0
     records = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     failed = [r for r in records if r["response"] == "answer 1"]
     assert failed and "judge call failed" in failed[0]["failure"]

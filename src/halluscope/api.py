@@ -162,7 +162,7 @@ def create_stage(
     opts = dict(options)
     if is_local(opts.get("model")):
         opts = _local_options(registry, kind, chosen, opts, local)
-    elif base_url and chosen in ("llm", "hqh-llm"):
+    elif base_url and chosen in ("llm", "hqh-llm", "vlm"):
         opts.setdefault("base_url", base_url)
     try:
         return registry.create(chosen, cache=cache, **opts)

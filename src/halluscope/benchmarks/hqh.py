@@ -41,7 +41,7 @@ from halluscope.benchmarks.images import check_missing_policy, image_spec
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
-from halluscope.judges.hqh_rules import parse_numbers
+from halluscope.judges.hqh_rules import empty_answer, parse_numbers
 from halluscope.options import check_options
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
 from halluscope.scene.graph import SceneGraph
@@ -456,11 +456,11 @@ class HQH(Benchmark):
             elif not isinstance(judge, HQHJudge):
                 name = getattr(judge, "name", None)
                 failures[sample.id] = (
-                    f"judge {name!r} cannot judge HQH answers; use --judge hqh-rules (offline) or hqh-llm"
+                    f"judge {name!r} cannot judge HQH answers; use --judge hqh-rules (offline), hqh-llm or vlm"
                 )
                 stages[sample.id] = "judge"
             elif not response.response.strip():
-                empty[sample.id] = HQHJudgement.unjudged("empty answer: nothing to judge", "empty")
+                empty[sample.id] = empty_answer()  # incorrect, as HQH's official grader scores it
             else:
                 scene = self.scene(sample)
                 assert scene is not None  # samples without image information carry a problem
@@ -472,6 +472,7 @@ class HQH(Benchmark):
                         ground_truth=sample.reference or "",
                         answer=response.response,
                         scene=scene,
+                        image_path=sample.image_path,
                     )
                 )
         results: dict[str, HQHJudgement | Failure] = dict(empty)

@@ -142,6 +142,7 @@ async def score_open_answers(
             scene=scenes[i],  # type: ignore[arg-type]  # checked above: samples without a scene failed
             question=pairs[i][0].prompt,
             response=records[i].response,
+            extra={"image_path": pairs[i][0].image_path},  # for judges that look at the photo (vlm)
         )
         for i in judge_indices
     ]

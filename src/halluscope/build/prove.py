@@ -41,6 +41,7 @@ from halluscope.jsonio import write_json_atomic
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.tuples import SceneTuple, graph_to_tuples, subtract_tuples
 from halluscope.stages import Failure
+from halluscope.text import NO_WORDS, is_negation, numbers_in
 
 if TYPE_CHECKING:
     from halluscope.claims.dsg import TupleExtractor
@@ -149,11 +150,6 @@ TABOO_WORDS: tuple[str, ...] = (
     "relationship", "tuple", "tuples", "node", "edge", "caption", "mentioned", "described", "listed",
     "dataset", "program", "function", "verify",
 )  # fmt: skip
-
-_NUMBER_WORDS = {
-    "zero": 0, "no": 0, "none": 0, "one": 1, "a single": 1, "two": 2, "three": 3, "four": 4, "five": 5,
-    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-}  # fmt: skip
 
 _FILTER_VERDICTS = ("ok", "trivial", "incomplete", "unnatural")
 
@@ -286,12 +282,14 @@ def _words(text: str) -> list[str]:
 
 
 def _numbers_in(text: str) -> set[float]:
-    lowered = f" {text.lower()} "
-    found = {float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", lowered)}
-    for word, number in _NUMBER_WORDS.items():
-        if re.search(rf"\b{word}\b", lowered):
-            found.add(float(number))
-    return found
+    """Digits (decimals too) and number words ("no" counting as zero: "no dogs" states a count of 0)."""
+    found = {float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", text.lower())}
+    return found | {float(n) for n in numbers_in(text, no_is_zero=True)}
+
+
+def _says_no(answer: str) -> bool:
+    """A no word or a negation anywhere in the answer ("No.", "there is nothing", "it isn't")."""
+    return any(w in NO_WORDS or is_negation(w) for w in re.findall(r"[a-z']+", answer.lower().replace("’", "'")))
 
 
 def answers_agree(
@@ -299,15 +297,17 @@ def answers_agree(
 ) -> tuple[bool, float | None, str]:
     """Whether a program's answer states what the written answer states, the similarity used, and why.
 
-    - yes/no (a bool): the written answer says no ("no", "not", "none", "nothing") exactly when it is False;
-    - a number: the written answer must contain that number (digits or a word up to twelve);
+    - yes/no (a bool): the written answer says no (a no word or any negation: "no", "not", "none", "nothing",
+      "never", "isn't") exactly when it is False;
+    - a number: the written answer must contain that number (digits or a number word of
+      :data:`halluscope.text.NUMBER_WORDS`);
     - text or a list: every word of the program's answer appears in the written answer, or the two are
       semantically equal by embedding cosine ≥ ``threshold``.
     Embeddings alone would let "three" pass for "four" and "red" for "blue"; the checks above come first.
     """
     words = _words(answer)
     if isinstance(value, bool):
-        says_no = bool({"no", "not", "none", "nope", "nothing"} & set(words))
+        says_no = _says_no(answer)
         agree = value is not says_no
         return agree, None, "yes/no" if agree else f"program says {value_text(value)}"
     if isinstance(value, (int, float)):
@@ -315,7 +315,7 @@ def answers_agree(
         return agree, None, "number" if agree else f"program counts {value}"
     text = value_text(value).strip()
     if not text:
-        agree = bool({"no", "none", "nothing", "not"} & set(words))
+        agree = _says_no(answer)
         return agree, None, "empty" if agree else "program found nothing"
     value_words = _words(text)
     answer_words = set(words)

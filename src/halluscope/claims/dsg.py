@@ -31,6 +31,7 @@ from halluscope.options import check_options
 from halluscope.registry import Registry
 from halluscope.scene.tuples import SceneTuple, TupleParseError, claims_to_tuples, parse_tuple
 from halluscope.stages import Failure
+from halluscope.text import NUMBER_WORDS, number_value
 
 
 class TupleExtractor(ABC):
@@ -182,10 +183,6 @@ class LLMTupleExtractor(TupleExtractor):
 
 # -- rules ----------------------------------------------------------------------------------------------
 
-_NUMBER_WORDS = {
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-    "ten": 10, "eleven": 11, "twelve": 12, "dozen": 12, "pair": 2, "couple": 2, "both": 2,
-}
 
 
 #: Nouns that name a place relative to something ("the left of", "the front of"), not a thing.
@@ -228,10 +225,7 @@ def _names(item: SceneTuple) -> list[str]:
 
 
 def _count(word: str) -> int | None:
-    lowered = word.lower()
-    if lowered.isdigit():
-        return int(lowered)
-    return _NUMBER_WORDS.get(lowered)
+    return number_value(word)
 
 
 class RulesTupleExtractor(TupleExtractor):
@@ -287,7 +281,7 @@ class RulesTupleExtractor(TupleExtractor):
             entities.append(SceneTuple.entity(name))
             for child in root.children:
                 number = _count(child.text) if child.dep_ in {"nummod", "det", "amod"} else None
-                if number is not None and (child.dep_ == "nummod" or child.lower_ in _NUMBER_WORDS):
+                if number is not None and (child.dep_ == "nummod" or child.lower_ in NUMBER_WORDS):
                     facts.append(SceneTuple.count(name, number))
                 elif child.dep_ == "amod" and _visual_adjective(child):
                     facts.append(SceneTuple.attribute(name, child.lower_))

@@ -91,6 +91,7 @@ def validate_real(
                     rate=rate,  # type: ignore[arg-type]
                     label=f"{tag}, {rate} rate",
                     on_chunk=progress.advance,
+                    image_of=lambda image_id: str(bench.images_dir / f"{image_id}.jpg"),
                 )
                 has_support = report.all.unverifiable_share is not None
                 if rate == "default" and not has_support:

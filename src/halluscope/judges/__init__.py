@@ -11,6 +11,7 @@ JUDGES: Registry[Judge] = Registry(
         "llm": "halluscope.judges.llm:LLMJudge",
         "hqh-llm": "halluscope.judges.hqh:HQHLLMJudge",
         "hqh-rules": "halluscope.judges.hqh_rules:HQHRulesJudge",
+        "vlm": "halluscope.judges.vlm:VLMJudge",
     },
     {
         "similarity": "Tri-HE's embedding-similarity judge (offline; default model all-MiniLM-L6-v2)",
@@ -18,6 +19,7 @@ JUDGES: Registry[Judge] = Registry(
         "llm": "Tri-HE's LLM judge over any OpenAI-compatible endpoint (per claim or batched)",
         "hqh-llm": "HQH's judge over any OpenAI-compatible endpoint: correct/incorrect + extra contradicting claims",
         "hqh-rules": "offline HQH judge: count, yes/no, OCR, attribute rules; region lookup; else unjudged",
+        "vlm": "a VLM on any OpenAI-compatible endpoint sees the photo: Tri-HE claims three ways, HQH answers",
     },
 )
 

@@ -8,9 +8,13 @@ Two rule sets live here side by side, because halluscope reports both:
   ``"No, the cow's eyes are closed."`` contains "yes" (in "eyes") and counts as yes; ``"I cannot tell."``
   counts as a "no"; ``" A"``, ``"(B)"`` and ``"The answer is C."`` are read as " ", "(" and "T".
 - ``robust``: what a careful reader would take the answer to be. Leading filler ("Sure!", "Answer:",
-  "Based on the image,") is skipped; a leading yes/no word decides; refusals ("I can't tell from this
-  image") are *unanswered* — counted, but neither right nor wrong; negations ("There is no dog") read as no;
-  a multiple-choice answer may be a letter in any usual shape or the text of one option.
+  "Based on the image,") is skipped; emphasis takes the polarity of what follows ("Absolutely not." no,
+  "Certainly!" yes); a leading yes/no word decides; refusals ("I can't tell from this image") are
+  *unanswered* — counted, but neither right nor wrong; negations ("There is no dog") read as no; given the
+  question, an answer that states or denies its claim is read against it and one that contradicts itself is
+  unanswered (:mod:`halluscope.judges.statements`); a multiple-choice answer may be a letter in any usual
+  shape or the text of one option. docs/reading.md has the rules and their agreement with a person's reading
+  of real answers.
 
 Every parser returns a :class:`ParsedAnswer` that says how it decided, so a report can show which rule
 fired and a user can audit disagreements between the two modes.
@@ -19,9 +23,16 @@ fired and a user can audit disagreements between the two modes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+from halluscope.judges.statements import conclusion_against_question, read_against_question
+from halluscope.text import AFFIRMATIONS, EMPHATIC_WORDS, NO_WORDS, YES_WORDS
+
+#: Emphasis that is a yes even with more text after it ("Absolutely, the dog is there"); "sure" and "of
+#: course" open many answers that then say something else, so they are a yes only alone.
+STRONG_EMPHATIC = frozenset({"absolutely", "definitely", "certainly", "indeed", "undoubtedly"})
 
 __all__ = [
     "LETTERS",
@@ -42,9 +53,10 @@ LETTERS = ("A", "B", "C", "D")
 class ParsedAnswer:
     """The answer read from a response, or None when the response gives none.
 
-    ``how`` names the rule that decided: ``paper``, ``leading`` (first word), ``keyword`` (a yes/no word
-    later on), ``negation``, ``restated`` (the answer repeats the question's statement), ``letter``,
-    ``option-text``, ``template``; or, for None, ``empty``, ``refusal``, ``ambiguous``, ``unparsed``.
+    ``how`` names the rule that decided: ``paper``, ``leading`` (first word), ``emphatic``, ``short``,
+    ``keyword`` (a yes/no word later on), ``negation``, ``restated`` / ``denied`` / ``compared`` (read against
+    the question), ``letter``, ``option-text``, ``template``; or, for None, ``empty``, ``refusal``,
+    ``ambiguous``, ``contradictory``, ``unparsed``.
     """
 
     value: str | None
@@ -85,6 +97,12 @@ _REFUSALS = re.compile(
     r"|as an ai|i (?:do not|don't) know|no (?:image|photo|picture) (?:is |was )?(?:provided|attached|shown)"
     r"|(?:insufficient|not enough) (?:information|detail|context)"
     r"|unclear|uncertain|ambiguous"
+    r"|(?:i|we) (?:do not|don't) have (?:\w+[ -]){0,3}?(?:access|data|information|projections|figures|statistics|"
+    r"values|details|knowledge)"
+    r"|as of my (?:last|latest) (?:update|training)|my (?:training|knowledge) cut-?off"
+    r"|(?:can ?not|can't|unable to) provide (?:an? )?(?:\w+ )?(?:answer|information|data)"
+    r"|without (?:the |more |further )?(?:\w+ )?(?:data|information|context|chart)"
+    r"|(?:would|will|might) need to (?:consult|refer to|check)"
     r")\b",
     re.IGNORECASE,
 )
@@ -130,9 +148,26 @@ def parse_yes_no_paper(response: str) -> ParsedAnswer:
     return ParsedAnswer("yes" if "yes" in response.strip().lower() else "no", "paper")
 
 
-_LEADING_YES = re.compile(r"^(?:yes|yeah|yep|yup|correct|true|affirmative|indeed|absolutely|definitely)\b")
-_LEADING_NO = re.compile(r"^(?:no|nope|nah|incorrect|false|negative|not really|not at all)\b")
-_YES_WORD = re.compile(r"\b(?:yes|yeah|yep)\b")
+def _alternation(words: Iterable[str]) -> str:
+    return "|".join(sorted((re.escape(w).replace(r"\ ", r"\s+") for w in words), key=len, reverse=True))
+
+
+_LEADING_YES = re.compile(
+    rf"^(?:{_alternation(YES_WORDS | AFFIRMATIONS | STRONG_EMPHATIC)})\b(?!\s*,?\s*not\b)(?!\s+(?:really|at all)\b)"
+)
+_LEADING_NO = re.compile(rf"^(?:{_alternation(NO_WORDS | {'incorrect', 'false', 'not really', 'not at all'})})\b")
+#: "Absolutely not.", "Indeed not", "Of course not", "Certainly not!": emphasis on a no.
+_EMPHATIC_NO = re.compile(rf"^(?:{_alternation(EMPHATIC_WORDS)})\s*,?\s*not\b")
+#: "Certainly!", "Sure.", "Of course": emphasis alone is a yes.
+_EMPHATIC_ALONE = re.compile(rf"^(?:{_alternation(EMPHATIC_WORDS)})\s*[.!]*$")
+_STRONG_EMPHATIC = re.compile(rf"^(?:{_alternation(STRONG_EMPHATIC)})\b")
+#: A bare short affirmation after fillers: "Sure, there is.", "It does!", "They are."
+_SHORT_YES = re.compile(
+    r"^(?:there\s+(?:is|are)|there's|it\s+(?:is|does|has|was)|it's|they\s+(?:are|do|have|were)|"
+    r"he\s+(?:is|does)|she\s+(?:is|does)|i\s+do|that's\s+(?:right|correct|true)|that\s+is\s+(?:right|correct|true))"
+    r"(?:\s+(?:one|some|indeed))?\s*[.!]*$"
+)
+_YES_WORD = re.compile(rf"\b(?:{_alternation(YES_WORDS - {'affirmative'})})\b")
 _NO_WORD = re.compile(r"\b(?:no|nope)\b")
 _NEGATION = re.compile(r"\b(?:not|never|none|nobody|nothing|neither|nor|no)\b|n't\b|\bcannot\b")
 _QUESTION_STATEMENT = re.compile(
@@ -151,17 +186,35 @@ def _content_words(text: str) -> list[str]:
 def parse_yes_no(response: str, question: str | None = None) -> ParsedAnswer:
     """Read yes / no / unanswered the way a careful person would (see the module docstring).
 
-    ``question`` lets a bare restatement count as "yes": asked "Is the man on the bench?", the answer
-    "The man is on the bench." is a yes — but only when every content word of the question's statement is
-    repeated, so "The man is near the bench." stays unanswered rather than being guessed.
+    ``question`` adds the question-aware readings of :mod:`halluscope.judges.statements`: an answer that
+    states the question's claim without a yes or no ("The colours of A and B are the same." to "Are the
+    colours of A and B the same?") is a yes, one that denies it ("... are not the same", "... are of equal
+    length" to "Is the vertical line shorter?") a no; an answer whose conclusion ("So, ...") says the
+    opposite of its opening yes or no contradicts itself and is unanswered (``contradictory``). A statement
+    that repeats only part of the question ("The man is near the bench." to "Is the man on the bench?") is
+    not guessed.
     """
     parsed = _parse_yes_no_text(response)
-    if parsed.how == "unparsed" and question:
+    if not question:
+        return parsed
+    if parsed.how == "negation":
+        # "The cup is not on the table." to "Is the cup not on the table?" restates a negated question.
+        stated = read_against_question(_cleaned_body(response)[1], question)
+        if stated is not None:
+            return ParsedAnswer(stated.value, stated.how)
+    elif parsed.how == "unparsed":
         match = _QUESTION_STATEMENT.search(_clean(question))
         if match:
             wanted = set(_content_words(match.group("statement")))
             if wanted and wanted <= set(_content_words(_cleaned_body(response)[1].lower())):
                 return ParsedAnswer("yes", "restated")
+        stated = read_against_question(_cleaned_body(response)[1], question)
+        if stated is not None:
+            return ParsedAnswer(stated.value, stated.how)
+    elif parsed.how in ("leading", "keyword") and parsed.value is not None:
+        conclusion = conclusion_against_question(_cleaned_body(response)[1], question)
+        if conclusion is not None and conclusion.value != parsed.value:
+            return ParsedAnswer(None, "contradictory")
     return parsed
 
 
@@ -171,6 +224,11 @@ def _parse_yes_no_text(response: str) -> ParsedAnswer:
     text, body = _cleaned_body(response)
     if not text:
         return ParsedAnswer(None, "empty")
+    opening = _strip_prefixes(text.lower())
+    if _EMPHATIC_NO.match(opening):
+        return ParsedAnswer("no", "emphatic")
+    if _EMPHATIC_ALONE.match(opening):
+        return ParsedAnswer("yes", "emphatic")
     body = body.lower()
     if not body:
         return ParsedAnswer(None, "empty")
@@ -180,6 +238,8 @@ def _parse_yes_no_text(response: str) -> ParsedAnswer:
         return ParsedAnswer("yes", "leading")
     if _LEADING_NO.match(body):
         return ParsedAnswer("no", "leading")
+    if _SHORT_YES.match(body):
+        return ParsedAnswer("yes", "short")
     if _REFUSALS.search(body):
         return ParsedAnswer(None, "refusal")
     has_yes, has_no = bool(_YES_WORD.search(body)), bool(_NO_WORD.search(body))
@@ -189,7 +249,14 @@ def _parse_yes_no_text(response: str) -> ParsedAnswer:
         return ParsedAnswer("yes", "keyword")
     if has_no or _NEGATION.search(body):
         return ParsedAnswer("no", "negation")
+    if _STRONG_EMPHATIC.match(opening):
+        return ParsedAnswer("yes", "emphatic")  # "Certainly, the dog is there." with nothing else deciding
     return ParsedAnswer(None, "unparsed")
+
+
+def _strip_prefixes(text: str) -> str:
+    """The text without speaker tags and markup-only openers (emphasis is kept: it is the answer)."""
+    return re.sub(r"^(?:assistant|gpt|model)\s*:\s*", "", text).strip()
 
 
 # -- multiple choice -----------------------------------------------------------------------------------------

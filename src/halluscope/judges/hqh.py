@@ -70,6 +70,8 @@ class HQHItem:
     ground_truth: str
     answer: str
     scene: SceneGraph
+    #: The photo, for judges that look at it (``vlm``); None when the benchmark has no image for the item.
+    image_path: str | None = None
 
     @property
     def image_id(self) -> str | None:

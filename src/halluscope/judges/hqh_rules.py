@@ -16,11 +16,18 @@ Each HQH type gets the check that its answers allow, and anything the rule canno
 - **attribute**: the reference's colour / material / size / shape / pattern words against the answer's words
   of the same vocabulary: all the reference's words present is correct, none of them present (but another
   word of that vocabulary) is incorrect, a partial overlap or no such word is unjudged.
-- **action, relation, comparison, environment**: the reference's content words (WordNet lemmas and
-  synonyms) all present in the answer is correct; otherwise the answer's own nouns are looked up in the image
-  information, and a noun that no region, caption or reference mentions (a "restaurant" in an office scene) is
-  an incorrect answer. Otherwise unjudged: a wrong relation or action between things that are there cannot be
-  told from the region texts without reading them.
+- **action, relation, comparison, environment**: first, an answer that contradicts the reference is incorrect — it
+  denies a reference word ("The man is not walking a dog." to "Walking a dog."), puts the thing under where the
+  reference puts it on (opposite spatial prepositions, which are content words, not stop words), or compares the
+  other way ("smaller" to "bigger", "different" to "the same"); then the reference's content words (WordNet lemmas
+  and synonyms) all present in the answer is correct; otherwise the answer's own nouns are looked up in the image
+  information, and a noun that no region, caption or reference mentions (a "restaurant" in an office scene) is an
+  incorrect answer. Otherwise unjudged: a wrong relation or action between things that are there cannot be told from
+  the region texts without reading them.
+
+Negation is read in every type: a number, colour, text or phrase the answer denies ("It is not red.") is not
+stated, and denying the reference's is incorrect. An empty answer is incorrect, as HQH's official grader
+scores it. The word lists (numbers, negations, comparisons, opposite prepositions) are :mod:`halluscope.text`.
 
 Extra contradicting claims are not counted (``extra_claims`` is None), so with this judge
 ``overall_hallucination_rate`` is None; ``hallucination_rate`` and the per-type rates are computed.
@@ -34,19 +41,21 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from halluscope.judges.answers import parse_yes_no
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.options import check_options
 from halluscope.scene.names import COLOURS, FRAME_WORDS, REGION_WORDS, default_matcher, tokens, wordnet
 from halluscope.stages import Failure
+from halluscope.text import (
+    OPPOSITE_COMPARATIVES,
+    OPPOSITE_PREPOSITIONS,
+    comparison_words,
+    is_negation,
+    numbers_in,
+)
 
-__all__ = ["HQHRulesJudge", "judge_answer", "parse_numbers"]
+__all__ = ["HQHRulesJudge", "empty_answer", "judge_answer", "parse_numbers"]
 
-NUMBER_WORDS = {
-    "zero": 0, "none": 0, "one": 1, "single": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
-    "dozen": 12, "thirty": 30, "forty": 40, "fifty": 50,
-}  # fmt: skip
 _NONE_PHRASES = re.compile(r"\b(?:there (?:are|is) no|there's no|i (?:can )?see no|no one|nobody|not any)\b")
 _SINGULAR = re.compile(
     r"\b(?:there is|there's|i (?:can )?see|shows?|has|contains?)\s+(?:only |just )?(?:a|an)\s+"
@@ -85,7 +94,7 @@ _VOCABULARIES: dict[str, dict[str, str]] = {
 _STOP = frozenset(
     {
         "a", "an", "the", "this", "that", "these", "those", "is", "are", "was", "were", "be", "been", "being",
-        "it", "its", "they", "them", "their", "there", "here", "of", "in", "on", "at", "to", "with", "and", "or",
+        "it", "its", "they", "them", "their", "there", "here", "of", "to", "with", "and", "or",
         "for", "from", "by", "as", "some", "any", "very", "picture", "image", "photo", "photograph", "scene",
         "shown", "seen", "appears", "appear", "looks", "look", "seems", "seem", "can", "could", "may", "might",
         "would", "will", "do", "does", "did", "has", "have", "having", "which", "who", "what", "where", "while",
@@ -108,8 +117,7 @@ _YES_NO_Q = re.compile(r"^\s*(?:is|are|was|were|does|do|did|can|could|has|have)\
 def parse_numbers(text: str) -> set[int]:
     """The numbers a text states: digits, number words, and zero for "no one", "there are no", "none"."""
     lowered = text.lower()
-    found = {int(d) for d in re.findall(r"(?<![\w.])(\d{1,4})(?![\w.]\d)", lowered)}
-    found |= {NUMBER_WORDS[t] for t in tokens(lowered) if t in NUMBER_WORDS}
+    found = numbers_in(lowered)
     if _NONE_PHRASES.search(lowered) or re.fullmatch(r"\s*(?:no|none|zero)\W*", lowered):
         found.add(0)
     return found
@@ -190,7 +198,12 @@ def _count(item: HQHItem) -> HQHJudgement:
     if len(gold) != 1:
         return HQHJudgement.unjudged(f"reference {item.ground_truth!r} states no single number", "count")
     (expected,) = gold
-    said = parse_numbers(item.answer)
+    denied = numbers_in(" ".join(_negated(item.answer)))
+    if expected in denied:
+        return HQHJudgement(
+            hallucinated=True, explanation=f"the answer denies {expected}, the reference's number", method="count"
+        )
+    said = parse_numbers(item.answer) - denied
     if not said and _SINGULAR.search(item.answer.lower()):
         said = {1}
     if len(said) == 1:
@@ -205,9 +218,66 @@ def _count(item: HQHItem) -> HQHJudgement:
     return HQHJudgement.unjudged(f"the answer states several numbers {sorted(said)}", "count")
 
 
-def _yes_no(text: str) -> str | None:
-    words = tokens(text)
-    return words[0] if words and words[0] in ("yes", "no") else None
+def _yes_no(text: str, question: str | None = None) -> str | None:
+    """The yes or no an answer gives, read as the yes/no benchmarks read it (None when it gives neither)."""
+    return parse_yes_no(text, question=question).value
+
+
+#: Words that end a negation's reach: "not red, but blue" denies red only.
+_SCOPE_END = frozenset({"but", "and", "while", "although", "though", "instead", "rather", "yet"})
+_CLAUSE = re.compile(r"[^,.;:!?]+")
+
+
+def _negated(text: str, reach: int = 5) -> set[str]:
+    """Lemmas a negation denies: up to ``reach`` words after "not", "no", "n't", "never", "without" in a clause.
+
+    "It is not red." → {red}; "No, it is red." → {} (the "no" answers, then the comma ends its reach).
+    """
+    denied: set[str] = set()
+    for clause in _CLAUSE.findall(text.lower().replace("’", "'")):
+        words = tokens(clause)
+        for i, word in enumerate(words):
+            if not (is_negation(word) or word == "without"):
+                continue
+            for after in words[i + 1 : i + 1 + reach]:
+                if after in _SCOPE_END:
+                    break
+                denied.add(_lemma(after))
+                denied.add(after)
+    return denied
+
+
+def _contradiction(reference: str, answer: str) -> str | None:
+    """Why the answer says the opposite of the reference, by negation, preposition or comparison; else None.
+
+    - negation: a reference word the answer denies ("It is not red." to "Red.");
+    - preposition: the answer puts it under where the reference puts it on ("under the pole" to "On a pole."),
+      left for right, behind for in front — and never says the reference's own preposition;
+    - comparison: the opposite comparative ("smaller" to "larger") or "different" to "the same", without the
+      reference's own.
+    """
+    ref_tokens, ans_tokens = set(tokens(reference)), set(tokens(answer))
+    ref_content = [w for w in _content(reference) if w not in ("no", "not")]
+    if not _negated(reference):
+        denied = _negated(answer)
+        hit = [w for w in ref_content if w in denied]
+        if hit:
+            return f"the answer denies {', '.join(dict.fromkeys(hit))!s}"
+    for prep in ref_tokens & set(OPPOSITE_PREPOSITIONS):
+        if prep in ans_tokens:
+            continue
+        contrary = sorted(OPPOSITE_PREPOSITIONS[prep] & ans_tokens)
+        if contrary:
+            return f"the answer says {contrary[0]!r} where the reference says {prep!r}"
+    ref_cmp, ans_cmp = comparison_words(reference), comparison_words(answer)
+    for word in ref_cmp - {"same", "different"}:
+        opposite = OPPOSITE_COMPARATIVES.get(word)
+        if opposite and opposite in ans_cmp and word not in ans_cmp:
+            return f"the answer says {opposite!r} where the reference says {word!r}"
+    for one, other in (("same", "different"), ("different", "same")):
+        if one in ref_cmp and other in ans_cmp and one not in ans_cmp:
+            return f"the answer says {other!r} where the reference says {one!r}"
+    return None
 
 
 def _list_items(answer: str) -> list[str] | None:
@@ -223,7 +293,7 @@ def _list_items(answer: str) -> list[str] | None:
 
 def _existence(item: HQHItem) -> HQHJudgement:
     if _YES_NO_Q.match(item.instruction) and _yes_no(item.ground_truth):
-        said = _yes_no(item.answer)
+        said = _yes_no(item.answer, item.instruction)
         if said is None:
             return HQHJudgement.unjudged("the answer does not start with yes or no", "existence-yes-no")
         return HQHJudgement(
@@ -269,6 +339,11 @@ def _ocr(item: HQHItem) -> HQHJudgement:
     if not gold:
         return HQHJudgement.unjudged("the reference has no text", "ocr")
     if f" {gold} " in f" {answer} ":
+        before = answer[: f" {answer} ".index(f" {gold} ")].split()[-4:]
+        if any(is_negation(w) or w == "t" for w in before) and not _negated(item.ground_truth):
+            return HQHJudgement(
+                hallucinated=True, explanation="the answer denies the reference text", method="ocr"
+            )
         return HQHJudgement(hallucinated=False, explanation="the reference text is in the answer", method="ocr")
     gold_words = gold.split()
     answer_words = set(answer.split())
@@ -292,8 +367,10 @@ def _ocr(item: HQHItem) -> HQHJudgement:
     return HQHJudgement.unjudged("a long answer without the reference text", "ocr")
 
 
-def _vocabulary_words(text: str, vocabulary: dict[str, str]) -> set[str]:
-    return {vocabulary[t] for t in tokens(text) if t in vocabulary}
+def _vocabulary_words(text: str, vocabulary: dict[str, str], *, affirmed: bool = False) -> set[str]:
+    """The text's words of one vocabulary, canonical; ``affirmed``: leaving out words a negation denies."""
+    denied = _negated(text) if affirmed else set()
+    return {vocabulary[t] for t in tokens(text) if t in vocabulary and t not in denied}
 
 
 def _attribute(item: HQHItem) -> HQHJudgement:
@@ -301,7 +378,15 @@ def _attribute(item: HQHItem) -> HQHJudgement:
         gold = _vocabulary_words(item.ground_truth, vocabulary)
         if not gold:
             continue
-        said = _vocabulary_words(item.answer, vocabulary)
+        denied = _vocabulary_words(" ".join(_negated(item.answer)), vocabulary) & gold
+        if denied:
+            return HQHJudgement(
+                hallucinated=True,
+                evidence=_regions_mentioning(item, set(gold)),
+                explanation=f"{name}: the answer denies {sorted(denied)}, the reference's {name}",
+                method=f"attribute-{name}",
+            )
+        said = _vocabulary_words(item.answer, vocabulary, affirmed=True)
         if not said:
             return HQHJudgement.unjudged(f"the answer names no {name}", f"attribute-{name}")
         evidence = _regions_mentioning(item, set(gold) | set(said))
@@ -328,6 +413,14 @@ def _attribute(item: HQHItem) -> HQHJudgement:
 def _open(item: HQHItem) -> HQHJudgement:
     """Action, relation, comparison, environment (and attribute references outside the vocabularies)."""
     method = f"open-{item.type}"
+    contradiction = _contradiction(item.ground_truth, item.answer)
+    if contradiction is not None:
+        return HQHJudgement(
+            hallucinated=True,
+            evidence=_regions_mentioning(item, set(_content(item.ground_truth))),
+            explanation=contradiction,
+            method=method,
+        )
     reference = _content(item.ground_truth)
     answer = _content(item.answer)
     if _covers(reference, answer):
@@ -363,13 +456,19 @@ def _open(item: HQHItem) -> HQHJudgement:
     )
 
 
+def empty_answer() -> HQHJudgement:
+    """An empty answer is incorrect, as HQH's official grader scores it (it answers nothing that is true)."""
+    return HQHJudgement(hallucinated=True, explanation="empty answer (scored incorrect, as HQH's grader does)",
+                        method="empty")  # fmt: skip
+
+
 _RULES = {"count": _count, "existence": _existence, "OCR": _ocr, "attribute": _attribute}
 
 
 def judge_answer(item: HQHItem) -> HQHJudgement:
     """The offline judgement of one answer (see the module docstring for the rule of each type)."""
     if not item.answer.strip():
-        return HQHJudgement.unjudged("empty answer", "empty")
+        return empty_answer()
     return _RULES.get(item.type, _open)(item)
 
 
@@ -377,7 +476,7 @@ class HQHRulesJudge(HQHJudge):
     """``hqh-rules``: the offline HQH judge. Takes no options (``cache`` is accepted and unused)."""
 
     name = "hqh-rules"
-    VERSION = 1
+    VERSION = 2
 
     def __init__(self, cache: Any = None, **unknown: Any) -> None:
         check_options("judge 'hqh-rules'", unknown, ["cache"])

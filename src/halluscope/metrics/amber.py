@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from halluscope.metrics.binary import binary_metrics
 from halluscope.metrics.chair import chair_ratio
+from halluscope.metrics.yesno import unanswered_reasons
 from halluscope.types import MetricsReport, SampleRecord
 
 __all__ = ["DIMENSIONS", "amber_discriminative_paper", "amber_generative", "amber_metrics", "dimension_of"]
@@ -139,6 +140,7 @@ def amber_metrics(records: Sequence[SampleRecord], *, benchmark: str, mode: str)
         "mode_disagreements": sum(
             1 for r in discriminative if r.field("paper_prediction") != r.field("robust_prediction")
         ),
+        **unanswered_reasons(discriminative),
     }
     return MetricsReport(benchmark=benchmark, metrics=metrics, groups=groups, counts=counts,
                          details={"mode": mode, "positive_class": "no"})

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["BinaryCounts", "binary_counts", "binary_metrics"]
+__all__ = ["BinaryCounts", "binary_counts", "binary_metrics", "f1_score"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,14 @@ def binary_counts(
     return BinaryCounts(tp, fp, tn, fn, unanswered, yes)
 
 
+def f1_score(precision: float | None, recall: float | None) -> float | None:
+    """The harmonic mean of precision and recall; 0 when both are 0 (a model that is always wrong scores 0 and
+    stays in every F1 comparison); None only when either is undefined (an empty denominator)."""
+    if precision is None or recall is None:
+        return None
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
 def _ratio(numerator: float, denominator: float) -> float | None:
     return 100.0 * numerator / denominator if denominator else None
 
@@ -66,11 +74,7 @@ def binary_metrics(
     c = binary_counts(predictions, labels, positive=positive)
     precision = _ratio(c.tp, c.tp + c.fp)
     recall = _ratio(c.tp, c.tp + c.fn)
-    f1 = (
-        2 * precision * recall / (precision + recall)
-        if precision is not None and recall is not None and precision + recall > 0
-        else None
-    )
+    f1 = f1_score(precision, recall)
     return {
         "accuracy": _ratio(c.tp + c.tn, c.answered),
         "precision": precision,

@@ -22,6 +22,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from halluscope.metrics.binary import f1_score
+
 __all__ = [
     "PAPER_ENTROPY_THRESHOLD",
     "answer_probabilities",
@@ -122,11 +124,7 @@ def _prf(items: Sequence[tuple[float, bool]], threshold: float) -> dict[str, flo
     fn = sum(1 for e, h in items if e < threshold and h)
     precision = 100.0 * tp / (tp + fp) if tp + fp else None
     recall = 100.0 * tp / (tp + fn) if tp + fn else None
-    f1 = (
-        2 * precision * recall / (precision + recall)
-        if precision is not None and recall is not None and precision + recall > 0
-        else None
-    )
+    f1 = f1_score(precision, recall)
     return {"threshold": threshold, "flagged": tp + fp, "precision": precision, "recall": recall, "f1": f1}
 
 

@@ -1,4 +1,4 @@
-"""HQH's hallucination rates, as fractions like the paper, from scored records.
+"""HQH's hallucination rates in 0–100 (like every other benchmark here), from scored records.
 
 Each record holds one judged answer: ``hallucinated`` (the main verdict: True when the answer is incorrect;
 None when unjudged), ``extra_claims`` (other claims contradicting the image information; None when the
@@ -14,8 +14,17 @@ judge does not count them) and its type in ``metadata["type"]``. The measures:
   them (the offline judge does not);
 - ``extra_claims_per_answer``: the mean number of extra contradicting claims ("Extra #Hal").
 
+Beside each rate (per type as ``<column>_coverage`` / ``_low`` / ``_high``, overall as ``coverage``,
+``hallucination_rate_low`` / ``_high``):
+
+- **coverage**: judged answers / answers the judge was asked about (judged + unjudged), in 0–100;
+- **bounds**: the rate if every unjudged answer were correct (``_low``: incorrect / asked) and if every one
+  were incorrect (``_high``: (incorrect + unjudged) / asked). A judge that leaves the hard cases unjudged
+  can report a low rate on a bad model; the bounds show how far the truth may lie from it.
+
 Unjudged answers and failed samples (no response, no image information, a judge call that failed) are left
-out of every rate and counted in ``counts`` (``unjudged``, ``unjudged_<type>``, ``failed``).
+out of every rate and counted in ``counts`` (``unjudged``, ``unjudged_<type>``, ``failed``). An empty answer
+is not unjudged: the judges score it incorrect, as HQH's official grader does.
 """
 
 from __future__ import annotations
@@ -45,7 +54,20 @@ def record_type(record: SampleRecord) -> str:
 
 
 def _rate(values: Sequence[bool]) -> float | None:
-    return sum(values) / len(values) if values else None
+    return 100 * sum(values) / len(values) if values else None
+
+
+def _coverage(judged: Sequence[bool], unjudged: int) -> dict[str, float | None]:
+    """Coverage and the rate's bounds over the answers a judge was asked about (see the module docstring)."""
+    asked = len(judged) + unjudged
+    if not asked:
+        return {"coverage": None, "low": None, "high": None}
+    incorrect = sum(judged)
+    return {
+        "coverage": 100 * len(judged) / asked,
+        "low": 100 * incorrect / asked,
+        "high": 100 * (incorrect + unjudged) / asked,
+    }
 
 
 def hqh_metrics(records: Sequence[SampleRecord], *, benchmark: str = "hqh") -> MetricsReport:
@@ -85,8 +107,15 @@ def hqh_metrics(records: Sequence[SampleRecord], *, benchmark: str = "hqh") -> M
         bucket = by_type[kind]
         column = TYPE_COLUMNS.get(kind, kind.lower())
         metrics[column] = _rate(bucket["main"])
+        spread = _coverage(bucket["main"], bucket["unjudged"])
+        metrics[f"{column}_coverage"] = spread["coverage"]
+        metrics[f"{column}_low"] = spread["low"]
+        metrics[f"{column}_high"] = spread["high"]
         groups[kind] = {
             "hallucination_rate": _rate(bucket["main"]),
+            "coverage": spread["coverage"],
+            "hallucination_rate_low": spread["low"],
+            "hallucination_rate_high": spread["high"],
             "overall_hallucination_rate": _rate(bucket["overall"]),
             "judged": float(len(bucket["main"])),
             "unjudged": float(bucket["unjudged"]),
@@ -94,6 +123,10 @@ def hqh_metrics(records: Sequence[SampleRecord], *, benchmark: str = "hqh") -> M
         }
         counts[f"unjudged_{column}"] = bucket["unjudged"]
     metrics["hallucination_rate"] = _rate(main)
+    spread = _coverage(main, counts["unjudged"])
+    metrics["coverage"] = spread["coverage"]
+    metrics["hallucination_rate_low"] = spread["low"]
+    metrics["hallucination_rate_high"] = spread["high"]
     metrics["overall_hallucination_rate"] = _rate(overall)
     metrics["extra_claims_per_answer"] = sum(extras) / len(extras) if extras else None
     failures: dict[str, int] = {}

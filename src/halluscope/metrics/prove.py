@@ -102,7 +102,11 @@ def prove_metrics(
     counts = {
         "samples": len(records),
         "failed": len(records) - len(scored),
-        "scored": overall["n"],
+        # answers with any score (hscore or tscore); ``scored_both`` is the denominator of ``average``
+        "scored": sum(
+            1 for r in scored if r.metadata.get("hscore") is not None or r.metadata.get("tscore") is not None
+        ),
+        "scored_both": overall["n"],
         "hscore_undefined": sum(1 for r in scored if r.metadata.get("hscore") is None),
         "tscore_undefined": sum(1 for r in scored if r.metadata.get("tscore") is None),
         "response_tuples": sum(len(r.metadata.get("response_tuples") or []) for r in scored),

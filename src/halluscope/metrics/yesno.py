@@ -15,7 +15,22 @@ from collections.abc import Sequence
 from halluscope.metrics.binary import binary_metrics
 from halluscope.types import MetricsReport, SampleRecord
 
-__all__ = ["yes_no_report"]
+__all__ = ["UNANSWERED_REASONS", "unanswered_reasons", "yes_no_report"]
+
+
+#: The robust reader's reasons for leaving an answer unanswered, each counted as ``unanswered_<reason>``.
+UNANSWERED_REASONS = ("refusal", "contradictory", "ambiguous", "unparsed", "empty")
+
+
+def unanswered_reasons(records: Sequence[SampleRecord]) -> dict[str, int]:
+    """How many answers the robust reader left unanswered, per reason (``robust_parse`` of each record)."""
+    counts = dict.fromkeys((f"unanswered_{reason}" for reason in UNANSWERED_REASONS), 0)
+    for record in records:
+        if record.field("robust_prediction") is None:
+            key = f"unanswered_{record.field('robust_parse')}"
+            if key in counts:
+                counts[key] += 1
+    return counts
 
 
 def yes_no_report(
@@ -67,6 +82,8 @@ def yes_no_report(
         "failed": sum(1 for r in records if r.failure is not None and r.response is not None),
         "unanswered": sum(1 for r in scored if r.field("prediction") is None),
         "mode_disagreements": disagreements,
+        # why the robust reader left answers unanswered: refusals, self-contradictions, "yes and no", unread
+        **unanswered_reasons(scored),
     }
     return MetricsReport(
         benchmark=benchmark,

@@ -220,7 +220,7 @@ class YesNoStats(BaseModel):
 
 
 def yes_no_stats(records: Sequence[SampleRecord]) -> YesNoStats | None:
-    """Yes-ratio of predictions and of labels (fractions) over the records whose label is yes or no."""
+    """Yes-ratio of predictions and of labels (fractions), both over the answered records (label yes or no)."""
     rows = [r for r in records if str(r.field("label") or "").strip().lower() in ("yes", "no")]
     if not rows:
         return None
@@ -232,7 +232,8 @@ def yes_no_stats(records: Sequence[SampleRecord]) -> YesNoStats | None:
         answered=len(answered),
         accuracy=sum(p == y for p, y in answered) / len(answered) if answered else None,
         yes_ratio=sum(p == "yes" for p, _ in answered) / len(answered) if answered else None,
-        label_yes_ratio=sum(y == "yes" for y in labels) / len(labels),
+        # over the same answered items as yes_ratio: a model that skips "no" items must not look yes-biased
+        label_yes_ratio=sum(y == "yes" for _, y in answered) / len(answered) if answered else None,
     )
 
 

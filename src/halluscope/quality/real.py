@@ -256,8 +256,12 @@ async def score_real(
     claims_from: Literal["answer", "hand", "hand+completed"] = "answer",
     chunk: int = 16,
     on_chunk: Callable[[int], None] | None = None,
+    image_of: Callable[[str], str | None] | None = None,
 ) -> list[SampleRecord]:
-    """One record per answer, in order, through the same cached scoring path as a run."""
+    """One record per answer, in order, through the same cached scoring path as a run.
+
+    ``image_of`` gives an image id's photo, for judges that look at it (``vlm``).
+    """
     from halluscope.benchmarks.base import ScoringContext
     from halluscope.benchmarks.triplets import score_open_answers
 
@@ -272,7 +276,10 @@ async def score_real(
         scenes[image_id] = scene
     pairs: list[tuple[Sample, Response | None]] = []
     for answer in answers:
-        sample = Sample(id=answer.id, benchmark="tri-he", prompt=answer.question, image_id=answer.image_id)
+        sample = Sample(
+            id=answer.id, benchmark="tri-he", prompt=answer.question, image_id=answer.image_id,
+            image_path=image_of(answer.image_id) if image_of else None,
+        )  # fmt: skip
         hand = [c.claim() for c in answer.claims] if claims_from != "answer" else None
         pairs.append((sample, Response(id=answer.id, response=answer.answer, claims=hand)))
     ctx = ScoringContext(cache=cache, extractor=extractor, judge=judge)
@@ -361,6 +368,7 @@ def run_real(
     label: str,
     chunk: int = 16,
     on_chunk: Callable[[int], None] | None = None,
+    image_of: Callable[[str], str | None] | None = None,
 ) -> tuple[RealReport, list[SampleRecord]]:
     """Score and evaluate in one call (blocking)."""
     records = asyncio.run(
@@ -373,6 +381,7 @@ def run_real(
             claims_from=claims_from,
             chunk=chunk,
             on_chunk=on_chunk,
+            image_of=image_of,
         )
     )
     return evaluate_real(answers, records, label=label, claims_from=claims_from, rate=rate), records

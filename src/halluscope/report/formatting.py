@@ -10,6 +10,10 @@ from typing import Any
 from halluscope.report.rundir import ReportRun
 
 _PRETTY_METRICS = {
+    "contradicted_hallu_q": "Contradicted Hallu-Q",
+    "contradicted_hallu_i": "Contradicted Hallu-I",
+    "unverifiable_share_q": "Unverifiable share (Q)",
+    "unverifiable_share_i": "Unverifiable share (I)",
     "hallu_q": "Hallu-Q",
     "hallu_i": "Hallu-I",
     "object_hallu_q": "Object Hallu-Q",

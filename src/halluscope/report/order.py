@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["TRI_HE_RATES", "order_metrics"]
+__all__ = ["HEADLINE_RATES", "TRI_HE_RATES", "order_metrics"]
 
 #: Tri-HE's rates in the order the paper reports them.
 TRI_HE_RATES = (
@@ -20,7 +20,11 @@ TRI_HE_RATES = (
     "relation_hallu_q",
     "relation_hallu_i",
 )
+#: Tri-HE's headline for three-way judges (``typed``, ``vlm``) and what it cannot check, before the paper's
+#: rates: a report leads with the headline (docs/metrics.md); ``hallu_q`` leads for the other judges.
+HEADLINE_RATES = ("contradicted_hallu_q", "contradicted_hallu_i", "unverifiable_share_q", "unverifiable_share_i")
 _LEADING = (
+    *HEADLINE_RATES,
     *TRI_HE_RATES,
     "attribute_hallu_q",
     "attribute_hallu_i",
@@ -37,7 +41,7 @@ def _pair_key(key: str) -> tuple[str, int]:
 
 
 def order_metrics(keys: Iterable[str]) -> list[str]:
-    """Tri-HE's rates first (paper order, each Hallu-Q before its Hallu-I), then the rest by name, paired."""
+    """Tri-HE's headline first, then its paper rates (each Hallu-Q before its Hallu-I), then the rest, paired."""
     unique = list(dict.fromkeys(keys))
     leading = [k for k in _LEADING if k in unique]
     rest = sorted((k for k in unique if k not in leading), key=_pair_key)

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from halluscope.cache import default_cache_dir
 from halluscope.scene.basics import normalise_name
+from halluscope.text.words import NEGATORS  # re-exported: words that make a noun phrase deny existence
 
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
@@ -203,8 +204,6 @@ PERSON_SYNSETS = frozenset({"person.n.01"})
 _PHYSICAL_LEXNAMES = frozenset(
     {"noun.artifact", "noun.animal", "noun.plant", "noun.food", "noun.object", "noun.body", "noun.substance"}
 )
-#: Words that make a noun phrase deny existence: "no helmet", "without a leash".
-NEGATORS = frozenset({"no", "not", "without", "none", "neither", "nor", "never", "lacking", "absent"})
 _DETERMINERS = frozenset(
     {
         "a", "an", "the", "this", "that", "these", "those", "some", "any", "its", "their", "his", "her", "my",

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from halluscope.scene.names import (
-    NEGATORS,
     PREPOSITIONS,
     colour_words,
     content_words,
@@ -34,6 +33,7 @@ from halluscope.scene.names import (
     tokens,
     wordnet,
 )
+from halluscope.text.words import NEGATORS
 
 #: Spatial preposition groups; members of one group say the same thing.
 PREPOSITION_GROUPS: dict[str, str] = {
