@@ -212,10 +212,14 @@ def _is_captions_file(path: Path) -> bool:
 
 
 def read_id_file(path: Path) -> list[str]:
-    """Image ids, in order, from a captions file, chair.py's output, a JSON list, or one id a line."""
+    """Image ids, in order, from a captions file, chair.py's output, a JSON list, or one id a line.
+
+    In a captions file a row without a usable id is skipped (reading its captions reports it); in a list of
+    ids it is an error naming the item."""
     path = Path(path)
+    captions = _is_captions_file(path)
     try:
-        if _is_captions_file(path):
+        if captions:
             values: list[Any] = [value for value, _ in read_captions(path)[0]]
         else:
             text = path.read_text(encoding="utf-8")
@@ -237,19 +241,19 @@ def read_id_file(path: Path) -> list[str]:
                     values.append(row.get("image_id", row.get("id")) if isinstance(row, dict) else row)
     except OSError as error:
         raise ClosedDataError(f"cannot read the CHAIR ids file {path}: {error}") from error
-    ids: list[str] = []
+    ids: dict[str, None] = {}
     bad = []
     for number, value in enumerate(values, 1):
         image_id = _image_id(value)
         if image_id is None:
             bad.append(f"item {number}: {value!r}")
-        elif image_id not in ids:
-            ids.append(image_id)
-    if bad:
+        else:
+            ids.setdefault(image_id)
+    if bad and not captions:
         raise ClosedDataError(f"{path}: not COCO image ids: {', '.join(bad[:5])}")
     if not ids:
         raise ClosedDataError(f"{path}: no image ids")
-    return ids
+    return list(ids)
 
 
 def coco_val_ids(images: Path) -> list[str]:

@@ -5,8 +5,8 @@ form. Two builds of it are in use, and the ground truth of each was made with it
 caption must be reduced the same way as the ground truth it is compared with:
 
 - ``singularize`` (Rohrbach et al.'s original and its standalone port): each token through Pattern's
-  ``singularize``, whatever its part of speech ("glasses" → "glass" → "glas", hence the evaluator's
-  "wine glas" rule). halluscope uses the copy of Pattern's English inflection that TextBlob ships
+  ``singularize``, whatever its part of speech (a singular "glass" loses its "s": "glas", hence the
+  evaluator's "wine glas" rule). halluscope uses the copy of Pattern's English inflection that TextBlob ships
   (``textblob.en.inflect``; Pattern itself no longer installs on current Python).
 - ``wordnet`` (OPERA's chair.py, used by VCD, DeCo, HALC and others): NLTK's part-of-speech tags, then NLTK's
   WordNet lemmatiser with the tag's word class (J → adjective, V → verb, N → noun, R → adverb, anything else
