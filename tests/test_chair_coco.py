@@ -323,3 +323,25 @@ def test_quality_reads_chair_runs_and_the_report_shows_the_hallucinated_words(tm
     word, cls = wrong["hallucinated_objects"][0]
     assert f'"s":"{word}","r":"names","o":"{cls}","v":"hallucinated"' in page.replace(": ", ":").replace(", ", ",")
     assert "COCO objects of the image" in page
+
+
+def test_nltk_tagger_data_is_used_when_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto picks NLTK's own tagger once its data is on NLTK's path. No package ships NLTK's model, so the
+    stand-in's weights are written in NLTK's layout here: NLTK's loader must then tag as the stand-in does."""
+    import nltk
+
+    from halluscope.claims.chair_words import CaptionWords, _perceptron_tagger
+
+    stand_in = _perceptron_tagger()
+    folder = tmp_path / "taggers" / "averaged_perceptron_tagger_eng"
+    folder.mkdir(parents=True)
+    for part, value in zip(("weights", "tagdict", "classes"),
+                           (stand_in.model.weights, stand_in.tagdict, sorted(stand_in.classes)), strict=True):
+        (folder / f"averaged_perceptron_tagger_eng.{part}.json").write_text(json.dumps(value), encoding="utf-8")
+    text = "Two dogs sit on a bench near laptops, and a man is seated at the table."
+    expected = CaptionWords("wordnet", "perceptron").words(text)
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path), *nltk.data.path])
+    words = CaptionWords("wordnet", "auto")
+    assert words.identity()["tagger"] == "nltk"
+    assert words.words(text) == expected
+    assert "seat" in expected and "dog" in expected  # "seated" is read as the verb "seat", as chair.py does
