@@ -198,6 +198,14 @@ def test_a_seeded_sample_of_a_val2014_folder(tmp_path: Path) -> None:
     sample = next(Chair(tmp_path, images=images, sample=5, seed=3, tagger="perceptron").samples())
     assert sample.image_path == str(images / f"COCO_val2014_{int(sample.id):012d}.jpg")
     assert sample.prompt == "Please describe this image in detail."
+    from halluscope.runs.respond import build_request
+
+    bench = Chair(tmp_path, images=images, sample=5, seed=3, tagger="perceptron", prompt="Describe it.")
+    request = build_request(bench, next(bench.samples()))  # what a --model run sends: the prompt and the image
+    assert request.messages[0].text == "Describe it." and request.messages[0].images == [sample.image_path]
+    assert request.scene is not None and request.scene.object_names == ["person"]
+    with pytest.raises(ClosedDataError, match="no COCO_val2014"):
+        Chair(tmp_path, images=tmp_path)
 
 
 # -- the real ground truth and chair.py's own output ---------------------------------------------------

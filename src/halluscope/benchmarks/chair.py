@@ -328,6 +328,8 @@ class Chair(Benchmark):
                 "COCO val2014, sample=500 by default)"
             )
         self._words: Any = None
+        if self.ids_option != "all":
+            _ = self.image_ids  # a bad ids file or images folder is reported now, naming it
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Chair:
