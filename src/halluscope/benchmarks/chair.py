@@ -334,6 +334,9 @@ class Chair(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Chair:
         known = ["build", "tagger", "synonyms", "ids", "images", "sample", "seed", "prompt"]
+        # spec.json also records the tokenizer found at run time; recreating a run's benchmark from its spec
+        # (the report does) passes it back: it describes this machine's NLTK data, it is not a choice.
+        options.pop("tokenizer", None)
         check_options("the CHAIR benchmark", set(options) - set(known), known)
         return cls(
             data=data,
