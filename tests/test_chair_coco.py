@@ -355,3 +355,21 @@ def test_nltk_tagger_data_is_used_when_installed(tmp_path: Path, monkeypatch: py
     assert words.identity()["tagger"] == "nltk"
     assert words.words(text) == expected
     assert "seat" in expected and "dog" in expected  # "seated" is read as the verb "seat", as chair.py does
+
+
+def test_json_list_and_halluscope_layouts_read_the_same_captions(tmp_path: Path) -> None:
+    _mini_truth(tmp_path, {"1": ["person"], "2": ["bird"]})
+    listed = tmp_path / "caps.json"
+    listed.write_text(json.dumps([{"image_id": 1, "text": "A man."}, {"image_id": 2, "text": "A duck."}]),
+                      encoding="utf-8")
+    own = tmp_path / "answers.jsonl"
+    own.write_text('{"id": "1", "response": "A man."}\n{"id": "2", "response": "A duck."}\n', encoding="utf-8")
+    bench = Chair(tmp_path, ids=listed, tagger="perceptron")
+    assert [s.id for s in bench.samples()] == ["1", "2"]
+    from_list = bench.read_responses(listed, key="text")
+    from_own = bench.read_responses(own)
+    assert from_list.layout == "captions JSON" and from_own.layout == "halluscope"
+    assert {k: v.response for k, v in from_list.responses.items()} == {
+        k: v.response for k, v in from_own.responses.items()} == {"1": "A man.", "2": "A duck."}
+    with pytest.raises(Exception, match="no usable caption"):
+        bench.read_responses(listed)  # the captions are under "text", not "caption"

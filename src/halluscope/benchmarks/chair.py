@@ -208,6 +208,8 @@ def _is_captions_file(path: Path) -> bool:
         row = json.loads(first)
     except json.JSONDecodeError:
         return head.startswith("[") and '"image_id"' in head and '"response"' not in head
+    if isinstance(row, list) and row:  # a JSON list on one line
+        row = row[0]
     return isinstance(row, dict) and "image_id" in row and "response" not in row
 
 
