@@ -259,6 +259,11 @@ def test_deco_captions_score_as_chair_py_does(tmp_path: Path, source: Path) -> N
     records = {r["id"]: r for r in map(json.loads, (tmp_path / "run" / "samples.jsonl").read_text().splitlines())}
     different = [i for i, s in by_id.items() if records[i]["hallucinated_objects"] != s["mscoco_hallucinated_words"]]
     other_words = [i for i, s in by_id.items() if records[i]["coco_objects"] != s["mscoco_generated_words"]]
+    same_forms = [i for i, s in by_id.items() if records[i]["words"] == s["words"]]
+    assert len(same_forms) >= 250
+    for image_id in same_forms:  # the same word forms: the same positions, chair.py's "seat" shift included
+        assert records[image_id]["hallucination_positions"] == by_id[image_id]["hallucination_idxs"], image_id
+        assert records[image_id]["hallucinated_objects"] == by_id[image_id]["mscoco_hallucinated_words"]
     spec = json.loads((tmp_path / "run" / "spec.json").read_text())["benchmark"]
     assert spec["build"] == "wordnet" and spec["tagger"] in ("nltk", "perceptron", "spacy")
     if spec["tagger"] == "nltk" and spec["tokenizer"] == "nltk":
