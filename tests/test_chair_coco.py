@@ -26,6 +26,7 @@ from halluscope.metrics.chair_coco import (
     judge_caption,
     special_pairs,
 )
+from halluscope.responses import ResponsesError
 from halluscope.runs.runner import run_benchmark
 from halluscope.types import SampleRecord
 from tests.paths import FULL_DATA
@@ -376,5 +377,5 @@ def test_json_list_and_halluscope_layouts_read_the_same_captions(tmp_path: Path)
     assert from_list.layout == "captions JSON" and from_own.layout == "halluscope"
     assert {k: v.response for k, v in from_list.responses.items()} == {
         k: v.response for k, v in from_own.responses.items()} == {"1": "A man.", "2": "A duck."}
-    with pytest.raises(Exception, match="no usable caption"):
+    with pytest.raises(ResponsesError, match="no usable"):
         bench.read_responses(listed)  # the captions are under "text", not "caption"

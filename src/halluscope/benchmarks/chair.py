@@ -194,8 +194,9 @@ def _get(row: Any, key: str) -> Any:
     return row.get(key) if isinstance(row, dict) else None
 
 
-def _is_captions_file(path: Path) -> bool:
-    """OPERA's layout or chair.py's output, rather than halluscope's ``{id, response}`` JSONL."""
+def _is_captions_file(path: Path, key: str = "caption") -> bool:
+    """OPERA's layout (rows with ``image_id`` and the caption under ``key``) or chair.py's output, rather than
+    halluscope's ``{id, response}`` JSONL or a plain list of ids."""
     try:
         with open(path, encoding="utf-8") as handle:
             head = handle.read(4096).lstrip()
@@ -207,10 +208,10 @@ def _is_captions_file(path: Path) -> bool:
     try:
         row = json.loads(first)
     except json.JSONDecodeError:
-        return head.startswith("[") and '"image_id"' in head and '"response"' not in head
+        return head.startswith("[") and '"image_id"' in head and f'"{key}"' in head
     if isinstance(row, list) and row:  # a JSON list on one line
         row = row[0]
-    return isinstance(row, dict) and "image_id" in row and "response" not in row
+    return isinstance(row, dict) and "image_id" in row and key in row
 
 
 def read_id_file(path: Path) -> list[str]:
@@ -419,7 +420,7 @@ class Chair(Benchmark):
         would score both); the first is kept.
         """
         path = Path(path)
-        if not _is_captions_file(path):
+        if not _is_captions_file(path, key or "caption"):
             return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
         try:
             rows, layout = read_captions(path, caption_key=key or "caption")
