@@ -14,6 +14,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "amber": "halluscope.benchmarks.amber:Amber.from_options",
         "hqh": "halluscope.benchmarks.hqh:HQH.from_options",
         "prove": "halluscope.benchmarks.prove:Prove.from_options",
+        "chair": "halluscope.benchmarks.chair:Chair.from_options",
     },
     {
         "tri-he": "Tri-HE: open questions; triplet-level object and relation hallucination (Hallu-Q, Hallu-I)",
@@ -24,6 +25,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "amber": "AMBER: generative CHAIR/Cover/Hal/Cog and discriminative yes/no (existence, attribute, relation)",
         "hqh": "HQH: free-form questions over 8 hallucination types, judged against VG region descriptions",
         "prove": "PROVE: free-form answers scored for helpfulness (hscore) and truthfulness (tscore) over tuples",
+        "chair": "CHAIR on COCO: object hallucination in image descriptions (CHAIRs, CHAIRi, Recall), as chair.py",
     },
 )
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from halluscope.metrics.binary import binary_metrics
-from halluscope.metrics.chair import chair_ratio
+from halluscope.metrics.chair import ChairTally
 from halluscope.metrics.yesno import unanswered_reasons
 from halluscope.types import MetricsReport, SampleRecord
 
@@ -75,23 +75,20 @@ def amber_discriminative_paper(rows: Sequence[tuple[str, str, str]]) -> dict[str
 
 def amber_generative(records: Sequence[SampleRecord]) -> dict[str, float]:
     """CHAIR, Cover, Hal and Cog over generative records (fields written by the AMBER benchmark)."""
-    chair_score = cover_score = cog_score = non_hallu = 0.0
-    chair_num = cover_num = cog_num = hal_num = _START
+    tally = ChairTally()  # CHAIR's counting; AMBER's counters start at 0.001, its Hal from the clean ones
+    cover_score = cog_score = 0.0
+    cover_num = cog_num = _START
     for record in records:
-        kept = record.field("object_nouns") or []
-        hallucinated = record.field("hallucinated_nouns") or []
-        chair_score += len(hallucinated)
-        chair_num += len(kept)
+        tally.add(len(record.field("object_nouns") or []), len(record.field("hallucinated_nouns") or []))
         cover_score += len(record.field("truth_covered") or [])
         cover_num += len(record.field("truth") or [])
         cog_score += len(record.field("hallu_covered") or [])
         cog_num += len(record.field("hallu") or [])
-        non_hallu += not hallucinated
-        hal_num += 1
+    non_hallu = tally.captions - tally.hallucinated_captions
     return {
-        "CHAIR": round(chair_ratio(chair_score, chair_num - _START, start=_START) or 0.0, 1),
+        "CHAIR": round(tally.chair_i(start=_START) or 0.0, 1),
         "Cover": round(cover_score / cover_num * 100, 1),
-        "Hal": round(100 - non_hallu / hal_num * 100, 1),
+        "Hal": round(100 - non_hallu / (tally.captions + _START) * 100, 1),
         "Cog": round(cog_score / cog_num * 100, 1),
     }
 

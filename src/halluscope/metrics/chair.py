@@ -8,9 +8,11 @@ Rohrbach et al., "Object Hallucination in Image Captioning" (EMNLP 2018). Two nu
 A *mention* is a word of the caption that names an object class; each class has synonyms, so "man", "kid" and
 "people" all mention ``person``. A mention is hallucinated when its class is not among the image's annotated
 objects. This module is the reusable core: AMBER's generative CHAIR is the instance ratio over its own
-vocabulary (:mod:`halluscope.metrics.amber`), and :class:`CocoObjects` points it at COCO instance
-annotations (``instances_val2014.json``), with a synonym table in halluscope's own words covering the 80
-COCO classes (extend it with ``extra_synonyms``).
+vocabulary (:mod:`halluscope.metrics.amber`), COCO CHAIR as Rohrbach et al.'s evaluator computes it is
+:mod:`halluscope.metrics.chair_coco` (the ``chair`` benchmark); all three count with :class:`ChairTally`.
+:class:`CocoObjects` is a lighter stand-in that needs only COCO instance annotations
+(``instances_val2014.json``), with a synonym table in halluscope's own words covering the 80 COCO classes
+(extend it with ``extra_synonyms``); it is not the published CHAIR (see docs/chair.md).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["COCO_SYNONYMS", "ChairResult", "CocoObjects", "chair_ratio", "chair_scores", "find_mentions"]
+__all__ = [
+    "COCO_SYNONYMS", "ChairResult", "ChairTally", "CocoObjects", "chair_ratio", "chair_scores", "find_mentions",
+]
 
 #: COCO class → words that name it (the class name itself is always included).
 COCO_SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -89,6 +93,33 @@ def chair_ratio(hallucinated: float, mentions: float, *, start: float = 0.0) -> 
 
 
 @dataclass
+class ChairTally:
+    """CHAIR's counting, shared by every CHAIR halluscope computes (COCO's ``-b chair``, AMBER's generative
+    CHAIR, :func:`chair_scores`): each caption adds its object mentions and how many were hallucinated.
+
+    CHAIR_i = hallucinated mentions / mentions; CHAIR_s = captions with a hallucinated mention / captions;
+    both ×100. A mention repeated in a caption counts each time, as in chair.py.
+    """
+
+    captions: int = 0
+    hallucinated_captions: int = 0
+    mentions: int = 0
+    hallucinated: int = 0
+
+    def add(self, mentions: int, hallucinated: int) -> None:
+        self.captions += 1
+        self.mentions += mentions
+        self.hallucinated += hallucinated
+        self.hallucinated_captions += hallucinated > 0
+
+    def chair_i(self, *, start: float = 0.0) -> float | None:
+        return chair_ratio(self.hallucinated, self.mentions, start=start)
+
+    def chair_s(self) -> float | None:
+        return chair_ratio(self.hallucinated_captions, self.captions)
+
+
+@dataclass
 class ChairResult:
     chair_i: float | None
     chair_s: float | None
@@ -102,21 +133,19 @@ def chair_scores(mentions: Sequence[Sequence[str]], present: Sequence[Iterable[s
     """CHAIR_i and CHAIR_s (0–100) of captions given their mentioned classes and each image's objects."""
     if len(mentions) != len(present):
         raise ValueError(f"{len(mentions)} captions but {len(present)} object sets")
-    total = bad = bad_captions = 0
+    tally = ChairTally()
     per_caption: list[list[str]] = []
     for found, objects in zip(mentions, present, strict=True):
         allowed = set(objects)
         wrong = [m for m in found if m not in allowed]
         per_caption.append(wrong)
-        total += len(found)
-        bad += len(wrong)
-        bad_captions += bool(wrong)
+        tally.add(len(found), len(wrong))
     return ChairResult(
-        chair_i=100.0 * bad / total if total else None,
-        chair_s=100.0 * bad_captions / len(mentions) if mentions else None,
-        mentions=total,
-        hallucinated=bad,
-        captions=len(mentions),
+        chair_i=tally.chair_i(),
+        chair_s=tally.chair_s(),
+        mentions=tally.mentions,
+        hallucinated=tally.hallucinated,
+        captions=tally.captions,
         per_caption=per_caption,
     )
 
