@@ -26,6 +26,7 @@ HQH_DIR = FULL_DATA / "hqh"
 POPE_DIR = FULL_DATA / "pope"
 AMBER_DIR = FULL_DATA / "amber"
 HALLUSIONBENCH_DIR = FULL_DATA / "hallusionbench"
+MMHAL_DIR = FULL_DATA / "mmhal-bench"
 
 # The committed excerpts, in the same layout as the full files.
 EXCERPTS = REPO_ROOT / "tests" / "data" / "excerpts"

@@ -14,6 +14,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "amber": "halluscope.benchmarks.amber:Amber.from_options",
         "hqh": "halluscope.benchmarks.hqh:HQH.from_options",
         "prove": "halluscope.benchmarks.prove:Prove.from_options",
+        "mmhal": "halluscope.benchmarks.mmhal:MMHal.from_options",
     },
     {
         "tri-he": "Tri-HE: open questions; triplet-level object and relation hallucination (Hallu-Q, Hallu-I)",
@@ -24,6 +25,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "amber": "AMBER: generative CHAIR/Cover/Hal/Cog and discriminative yes/no (existence, attribute, relation)",
         "hqh": "HQH: free-form questions over 8 hallucination types, judged against VG region descriptions",
         "prove": "PROVE: free-form answers scored for helpfulness (hscore) and truthfulness (tscore) over tuples",
+        "mmhal": "MMHal-Bench: 96 open questions over 8 types, each answer rated 0-6 by an LLM judge (avg, Hal%)",
     },
 )
 

@@ -11,6 +11,7 @@ JUDGES: Registry[Judge] = Registry(
         "llm": "halluscope.judges.llm:LLMJudge",
         "hqh-llm": "halluscope.judges.hqh:HQHLLMJudge",
         "hqh-rules": "halluscope.judges.hqh_rules:HQHRulesJudge",
+        "mmhal-llm": "halluscope.judges.mmhal:MMHalLLMJudge",
     },
     {
         "similarity": "Tri-HE's embedding-similarity judge (offline; default model all-MiniLM-L6-v2)",
@@ -18,6 +19,7 @@ JUDGES: Registry[Judge] = Registry(
         "llm": "Tri-HE's LLM judge over any OpenAI-compatible endpoint (per claim or batched)",
         "hqh-llm": "HQH's judge over any OpenAI-compatible endpoint: correct/incorrect + extra contradicting claims",
         "hqh-rules": "offline HQH judge: count, yes/no, OCR, attribute rules; region lookup; else unjudged",
+        "mmhal-llm": "MMHal-Bench's 0-6 rating of an answer over any OpenAI-compatible endpoint (or local)",
     },
 )
 
