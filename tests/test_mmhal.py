@@ -162,3 +162,18 @@ def test_cli_run_unjudged_replies_are_asked_again_on_resume(scripted_server: Scr
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["counts"]["judged"] == 8
     assert metrics["metrics"]["score_attribute"] == 1.0 and metrics["metrics"]["hallucination_rate"] == 12.5
+
+
+def test_packaged_labels_split_by_photo_and_agreement_figures() -> None:
+    from halluscope.quality.mmhal_real import agreement, load_labels
+
+    labels = load_labels()
+    assert len(labels) >= 100 and len({x.model for x in labels}) >= 4
+    tune = {x.image for x in labels if x.split == "tune"}
+    heldout = {x.image for x in labels if x.split == "heldout"}
+    assert tune and heldout and not tune & heldout
+    assert len(load_labels(split="heldout")) == sum(1 for x in labels if x.split == "heldout")
+    figures = agreement({"a": 0, "b": 4, "c": 5, "d": 2}, {"a": 1, "b": 4, "c": 2, "d": None})
+    assert figures["n"] == 3 and figures["not_rated"] == 1
+    assert figures["exact"] == pytest.approx(1 / 3) and figures["within_1"] == pytest.approx(2 / 3)
+    assert figures["hallucinated_agreement"] == pytest.approx(2 / 3)
