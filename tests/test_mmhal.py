@@ -177,3 +177,40 @@ def test_packaged_labels_split_by_photo_and_agreement_figures() -> None:
     assert figures["n"] == 3 and figures["not_rated"] == 1
     assert figures["exact"] == pytest.approx(1 / 3) and figures["within_1"] == pytest.approx(2 / 3)
     assert figures["hallucinated_agreement"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.full_data
+def test_quality_reads_mmhal_runs(scripted_server: ScriptedServer, tmp_path: Path) -> None:
+    """Four real response files scored (a scripted judge rates by answer length), then `halluscope quality`
+    on them: the metric is read from each run, criterion validity against the packaged hand labels, and
+    MMHal-Bench's question types in the coverage table."""
+    from halluscope.quality.mmhal_real import load_labels
+
+    def respond(body: Any) -> Reply:
+        answer = body["messages"][-1]["content"].split("Model's answer:")[1]
+        return completion(f"Rating: {len(answer) % 7}")
+
+    scripted_server.responder = respond
+    models = ["llava_7b", "llava_13b", "idefics_80b", "instructblip_13b"]
+    for model in models:
+        result = CliRunner().invoke(app, [
+            "run", "-b", "mmhal", "--data", str(MMHAL_DIR), "-r", str(RESPONSES / f"{model}.json"),
+            "--judge-model", "m", "--base-url", scripted_server.base_url, "--no-cache",
+            "--out", str(tmp_path / "runs" / model), "-q",
+        ])  # fmt: skip
+        assert result.exit_code == 0, result.output
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(x.model_dump()) + "\n" for x in load_labels()))
+    out = tmp_path / "quality.json"
+    result = CliRunner().invoke(app, [
+        "quality", str(tmp_path / "runs"), "--metric", "hallucination_rate", "--labels", str(labels),
+        "--coverage", str(tmp_path / "runs" / "llava_7b"), "--resamples", "200", "--out", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    text = json.dumps(report)
+    (validity,) = [c for c in report["correlations"] if c["measure"] == "criterion validity"]
+    assert validity["correlation"]["n"] == 4 and set(validity["scores"]) == set(models)
+    assert report["benchmark"] == "mmhal" and report["human_labelled"] == {m: 25 for m in models}
+    coverage = {b["benchmark"]: b["counts"] for b in report["coverage"]["benchmarks"]}
+    assert coverage["mmhal"]["object"] == 12 and coverage["mmhal"]["holistic"] == 12, text[:500]
