@@ -3,6 +3,7 @@
     python bench/mmhal_judges.py gpt4o  --data DIR [--judge local | --base-url URL --model M] [--limit N]
     python bench/mmhal_judges.py labels --data DIR [--split heldout|tune|all] [--judge local ...]
     python bench/mmhal_judges.py models --data DIR [--judge local ...] [--files a.json,b.json]
+    python bench/mmhal_judges.py labels --data DIR --judge similarity   # the embedding baseline
 
 ``DIR`` is the MMHal-Bench folder: ``response_template.json``, ``responses/`` (the official example
 response files) and, for ``gpt4o`` and ``models``, ``third-party-gpt4o-review/`` (the raw GPT-4o replies
@@ -20,6 +21,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -96,6 +98,62 @@ class Rater:
         return out
 
 
+def similarity_scores(bench: MMHal, keys: list[tuple[str, str]]) -> dict[str, float]:
+    """Cosine similarity of each answer with the reference answer (the packaged MiniLM), by ``model/id``."""
+    from halluscope.embeddings import load_embedder
+
+    embedder = load_embedder()
+    samples = {s.id: s for s in bench.samples()}
+    answers = {m: bench.read_responses(bench.path.parent / "responses" / f"{m}.json").responses for m, _ in keys}
+    pairs = [(f"{m}/{i}", answers[m][i].response, samples[i].reference or "") for m, i in keys
+             if i in answers[m] and answers[m][i].response.strip()]
+    a = embedder.encode([p[1] for p in pairs])
+    b = embedder.encode([p[2] for p in pairs])
+    return {key: float((a[n] * b[n]).sum()) for n, (key, _, _) in enumerate(pairs)}
+
+
+def similarity_agreement(reference: Mapping[str, int | None], scores: dict[str, float],
+                         threshold: float) -> dict[str, Any]:
+    """Hallucinated-or-not agreement (similarity below ``threshold``) and rank correlation with ratings."""
+    from scipy import stats
+
+    keys = [k for k in scores if reference.get(k) is not None]
+    rated = [int(reference[k]) for k in keys]  # type: ignore[arg-type]
+    sims = [scores[k] for k in keys]
+    flagged = [s < threshold for s in sims]
+    truth = [r < 3 for r in rated]
+    agree = sum(f == t for f, t in zip(flagged, truth, strict=True)) / len(keys)
+    return {"n": len(keys), "threshold": threshold, "hallucinated_agreement": agree,
+            "spearman": float(stats.spearmanr(sims, rated).statistic),
+            "pearson": float(stats.pearsonr(sims, rated).statistic),
+            "hal_rate_reference": 100 * sum(truth) / len(keys), "hal_rate_judged": 100 * sum(flagged) / len(keys)}
+
+
+def best_threshold(reference: Mapping[str, int | None], scores: dict[str, float]) -> float:
+    """The similarity threshold that best separates hallucinated answers (on the tune split)."""
+    candidates = sorted(set(round(v, 3) for v in scores.values()))
+    def agreement_at(t: float) -> float:
+        return sum((scores[k] < t) == (int(r) < 3) for k, r in reference.items() if r is not None and k in scores)
+    return max(candidates, key=agreement_at)
+
+
+async def similarity_mode(args: argparse.Namespace, bench: MMHal) -> dict[str, Any]:
+    labels = load_labels(args.labels)
+    scores = similarity_scores(bench, [(x.model, x.id) for x in labels])
+    tune = {f"{x.model}/{x.id}": x.rating for x in labels if x.split == "tune"}
+    held = {f"{x.model}/{x.id}": x.rating for x in labels if x.split == "heldout"}
+    threshold = best_threshold(tune, scores)
+    result: dict[str, Any] = {"mode": "similarity", "judge": "answer-reference cosine (all-MiniLM-L6-v2)",
+                              "threshold_from_tune": threshold,
+                              "tune": similarity_agreement(tune, scores, threshold),
+                              "heldout": similarity_agreement(held, scores, threshold)}
+    blip = gpt4o_ratings(args.data)
+    blip_scores = similarity_scores(bench, [("blip2_2.7b", k) for k in blip])
+    result["gpt4o_blip2"] = similarity_agreement({f"blip2_2.7b/{k}": v for k, v in blip.items()}, blip_scores,
+                                                 threshold)
+    return result
+
+
 def judge_for(args: argparse.Namespace, cache: Cache, local: Any) -> MMHalLLMJudge:
     if args.judge == "local":
         options = local.stage_options("judge 'mmhal-llm'", {"model": "local"})
@@ -106,6 +164,8 @@ def judge_for(args: argparse.Namespace, cache: Cache, local: Any) -> MMHalLLMJud
 
 async def main_async(args: argparse.Namespace, local: Any) -> dict[str, Any]:
     bench = MMHal(args.data)
+    if args.judge == "similarity":
+        return await similarity_mode(args, bench)
     cache = Cache(Path(args.cache)) if args.cache else Cache.default()
     judge = judge_for(args, cache, local)
     rater = Rater(args, cache)
@@ -153,7 +213,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=("gpt4o", "labels", "models"))
     parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--judge", default="local", help="local (the packaged GGUF) or endpoint (--base-url)")
+    parser.add_argument("--judge", default="local", help="local (the packaged GGUF), endpoint (--base-url) or "
+                        "similarity (answer-reference cosine; threshold tuned on the tune split, all modes at once)")
     parser.add_argument("--base-url")
     parser.add_argument("--model")
     parser.add_argument("--limit", type=int)
