@@ -190,6 +190,20 @@ async def main_async(args: argparse.Namespace, local: Any) -> dict[str, Any]:
             reference = {f"{x.model}/{x.id}": x.rating for x in labels}
             result["split"] = args.split
             result["agreement"] = agreement(reference, got)
+            per_model = {}
+            for model in sorted(by_model):
+                keys = [k for k in reference if k.startswith(model + "/") and got.get(k) is not None]
+                per_model[model] = {
+                    "labels": fmean(reference[k] for k in keys) if keys else None,  # type: ignore[misc]
+                    "judge": fmean(got[k] for k in keys) if keys else None,  # type: ignore[misc]
+                    "n": len(keys),
+                }
+            result["per_model"] = per_model
+            result["models"] = model_agreement(
+                {m: v["labels"] for m, v in per_model.items() if v["labels"] is not None},
+                {m: v["judge"] for m, v in per_model.items() if v["judge"] is not None},
+            )
+            result["published_gpt4o_averages"] = published_averages(args.data)
             result["unparseable"] = sum(1 for v in got.values() if v is None)
         else:
             published = published_averages(args.data)

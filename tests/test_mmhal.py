@@ -214,3 +214,29 @@ def test_quality_reads_mmhal_runs(scripted_server: ScriptedServer, tmp_path: Pat
     assert report["benchmark"] == "mmhal" and report["human_labelled"] == {m: 25 for m in models}
     coverage = {b["benchmark"]: b["counts"] for b in report["coverage"]["benchmarks"]}
     assert coverage["mmhal"]["object"] == 12 and coverage["mmhal"]["holistic"] == 12, text[:500]
+
+
+@pytest.mark.full_data
+def test_model_run_sends_the_photo(tmp_path: Path) -> None:
+    """`--model` with `--bench-opt images=DIR`: the VLM gets question 0's photo (a JPEG data URL) and its
+    question, and the answer is rated by the judge on another endpoint; question 1's photo is one of the
+    15 the folder lacks, and that sample fails naming the file instead of being asked without its photo."""
+    with ScriptedServer() as vlm, ScriptedServer() as judge:
+        vlm.responder = lambda body: completion("The cap is yellow.")
+        judge.responder = lambda body: completion("Right.\nRating: 4")
+        result = CliRunner().invoke(app, [
+            "run", "-b", "mmhal", "--data", str(MMHAL_DIR), "--limit", "2",
+            "--bench-opt", f"images={MMHAL_DIR / 'images'}",
+            "--model", f"openai/some-vlm?base_url={vlm.base_url}", "--judge-model", "m",
+            "--base-url", judge.base_url, "--no-cache", "--out", str(tmp_path / "run"), "-q",
+        ])  # fmt: skip
+        assert result.exit_code == 0, result.output
+        first = vlm.chat_requests()[0].body["messages"][-1]["content"]
+        parts = {p["type"]: p for p in first}
+        assert parts["image_url"]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+        assert "fire hydrant cap" in parts["text"]["text"]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["counts"]["judged"] == 1 and metrics["metrics"]["average_score"] == 4.0
+    records = {r["id"]: r for r in map(json.loads, (tmp_path / "run" / "samples.jsonl").read_text().splitlines())}
+    assert "7413067568_06a8d1eb64_o.jpg" in str(records["1"]["failure"])
+    assert len(vlm.chat_requests()) == 1

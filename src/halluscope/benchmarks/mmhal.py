@@ -325,7 +325,9 @@ class MMHal(Benchmark):
             if sample.metadata.get("problem"):
                 failures[sample.id] = (str(sample.metadata["problem"]), None)
             elif response is None:
-                failures[sample.id] = (f"MMHal-Bench item {sample.id}: no response for this item", None)
+                missing = sample.metadata.get("image_missing")
+                why = f" (its photo {Path(missing).name} is not in the images folder)" if missing else ""
+                failures[sample.id] = (f"MMHal-Bench item {sample.id}: no response for this item{why}", None)
             elif not isinstance(judge, MMHalJudge):
                 name = getattr(judge, "name", None)
                 failures[sample.id] = (
