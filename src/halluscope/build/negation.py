@@ -19,6 +19,7 @@ subject or to the predicate). :func:`negation_problem` checks a pair afterwards 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +30,7 @@ AUXILIARIES = frozenset(
     {"is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "will", "would", "should"}
 )
 PRONOUNS = frozenset({"it", "they", "this", "these", "that", "those", "he", "she", "i", "we", "you"})
+_DEMONSTRATIVES = frozenset({"this", "these", "that", "those"})
 _THERE_DETERMINERS = frozenset({"a", "an", "any", "some"})
 #: After ``there``: words that make a count or a comparison, which a negation does not simply flip.
 _THERE_BLOCKERS = frozenset(
@@ -57,7 +59,12 @@ def _tagger() -> Any:
     return _nlp
 
 
+_ANSWER_FORMAT = re.compile(r"\byes or no\b", re.IGNORECASE)
+
+
 def has_negation(words: Sequence[str]) -> bool:
+    """Whether the words hold a negation ("Please answer yes or no" is an answer format, not one)."""
+    words = _ANSWER_FORMAT.sub(" ", " ".join(words)).split()
     return any(w.lower().strip("?,.") in NEGATORS or w.lower().endswith("n't") for w in words)
 
 
@@ -99,7 +106,9 @@ def _negate_doc(doc: Any) -> tuple[str | None, str | None]:
         if nxt.lower_ in _THERE_BLOCKERS or nxt.tag_ in ("CD", "JJR", "RBR") or nxt.tag_ not in _SUBJECT_TAGS:
             return None, "a count or comparison after 'there'"
         return _rebuild(doc, first.i, insert="no"), None
-    if first.lower_ in PRONOUNS:
+    second = tokens[start + 2]
+    determiner = first.lower_ in _DEMONSTRATIVES and second.tag_ in _NOUN_TAGS | {"JJ", "CD"}
+    if first.lower_ in PRONOUNS and not determiner:  # "is this a poster", not "does this figure depict"
         return _rebuild(doc, first.i, insert="not"), None
     # A noun phrase: determiner, adjectives, then the first run of nouns.
     end, nouns, i = None, 0, start + 1
