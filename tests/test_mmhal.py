@@ -240,3 +240,16 @@ def test_model_run_sends_the_photo(tmp_path: Path) -> None:
     records = {r["id"]: r for r in map(json.loads, (tmp_path / "run" / "samples.jsonl").read_text().splitlines())}
     assert "7413067568_06a8d1eb64_o.jpg" in str(records["1"]["failure"])
     assert len(vlm.chat_requests()) == 1
+
+
+async def test_rating_first_asks_for_the_rating_line_first_with_few_tokens(scripted_server: ScriptedServer) -> None:
+    scripted_server.push(completion("Rating: 2\nThe cap is yellow, not red."))
+    judge = MMHalLLMJudge(model="m", base_url=scripted_server.base_url, rating_first="true")
+    item = MMHalItem("0", "attribute", "What colour is the cap?", "Yellow.", ["Fire hydrant"], "It is red.")
+    (rated,) = await judge.rate_answers([item])
+    await judge.aclose()
+    body = scripted_server.chat_requests()[0].body
+    assert body["max_tokens"] == 24 and "first, then one short sentence" in body["messages"][-1]["content"]
+    assert rated.rating == 2 and judge.identity()["rating_first"] is True  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="unknown option"):
+        MMHalLLMJudge(model="m", base_url=scripted_server.base_url, ratings_first=True)
