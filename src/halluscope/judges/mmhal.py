@@ -8,7 +8,8 @@ rubric is written here in halluscope's own words; the official prompt (GPL-3.0, 
 ``Eval/eval_gpt_mmhal.py``) is not copied.
 
 Parsing is strict: a reply counts only when it holds exactly one rating, a whole number from 0 to 6, in a
-``Rating: N`` phrase (any case, Markdown emphasis ignored; the same value written twice is one rating).
+``Rating: N`` phrase or one of its sentence forms ("the rating is N", "the rating for this answer is N",
+"a rating of N"; any case, Markdown emphasis ignored; the same value written twice is one rating).
 A reply with none, two different ones or one out of range is **unjudged** with the reason, never read as
 0 the way the official summary script reads it. Unjudged replies are not cached, so a resumed run asks
 again (the benchmark records them as failures so the runner redoes them).
@@ -99,7 +100,13 @@ class MMHalJudge(Judge):
 # -- parsing ---------------------------------------------------------------------------------------------------
 
 _NOISE = re.compile(r"[*_`#]")
-_RATING = re.compile(r"\brating\s*:\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
+#: "Rating: N", and the sentence forms small models write instead ("the rating for this answer is N",
+#: "the rating is N", "a rating of N").
+_RATING = re.compile(
+    r"\brating(?:\s+for\s+(?:this|the)\s+(?:answer|response))?\s*(?::|=|\bis\b|\bof\b|\bwould be\b)\s*"
+    r"(-?\d+(?:\.\d+)?)(?![\d.]*\s*%)",
+    re.IGNORECASE,
+)
 
 
 def parse_rating(reply: str) -> MMHalRating:
