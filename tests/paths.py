@@ -28,6 +28,7 @@ AMBER_DIR = FULL_DATA / "amber"
 HALLUSIONBENCH_DIR = FULL_DATA / "hallusionbench"
 REPOPE_DIR = FULL_DATA / "repope"
 PEER_OUTPUTS = FULL_DATA / "peer-outputs"
+MMHAL_DIR = FULL_DATA / "mmhal-bench"
 
 # The committed excerpts, in the same layout as the full files.
 EXCERPTS = REPO_ROOT / "tests" / "data" / "excerpts"

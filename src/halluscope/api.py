@@ -162,7 +162,7 @@ def create_stage(
     opts = dict(options)
     if is_local(opts.get("model")):
         opts = _local_options(registry, kind, chosen, opts, local)
-    elif base_url and chosen in ("llm", "hqh-llm", "vlm"):
+    elif base_url and chosen in ("llm", "hqh-llm", "vlm", "mmhal-llm"):
         opts.setdefault("base_url", base_url)
     try:
         return registry.create(chosen, cache=cache, **opts)
@@ -495,7 +495,11 @@ def _evaluate(
     if base_url:
         conflict = local_base_url_conflict(
             [stage for stage, (_, opts) in chosen.items() if is_local(opts.get("model"))],
-            [s for s, (name, opts) in chosen.items() if not is_local(opts.get("model")) and name in ("llm", "hqh-llm")],
+            [
+                s
+                for s, (name, opts) in chosen.items()
+                if not is_local(opts.get("model")) and name in ("llm", "hqh-llm", "mmhal-llm")
+            ],
         )
         if conflict:
             raise EvaluationError(conflict.replace("--base-url", "base_url="))

@@ -15,6 +15,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "hqh": "halluscope.benchmarks.hqh:HQH.from_options",
         "prove": "halluscope.benchmarks.prove:Prove.from_options",
         "chair": "halluscope.benchmarks.chair:Chair.from_options",
+        "mmhal": "halluscope.benchmarks.mmhal:MMHal.from_options",
     },
     {
         "tri-he": "Tri-HE: open questions; triplet-level object and relation hallucination (Hallu-Q, Hallu-I)",
@@ -26,6 +27,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "hqh": "HQH: free-form questions over 8 hallucination types, judged against VG region descriptions",
         "prove": "PROVE: free-form answers scored for helpfulness (hscore) and truthfulness (tscore) over tuples",
         "chair": "CHAIR on COCO: object hallucination in image descriptions (CHAIRs, CHAIRi, Recall), as chair.py",
+        "mmhal": "MMHal-Bench: 96 open questions over 8 types, each answer rated 0-6 by an LLM judge (avg, Hal%)",
     },
 )
 

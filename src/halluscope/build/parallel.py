@@ -13,6 +13,9 @@ As the HQM paper builds them (appendix B):
   the released data).
 * **multiple choice** (``Multichoice.jsonl``): the four options are shuffled so that the correct one moves to
   another letter, and the label follows it. Items whose options are not four distinct texts are left out.
+* **POPE, AMBER and HallusionBench** (:mod:`halluscope.build.parallel_yesno`): every yes/no question that
+  :mod:`halluscope.build.negation`'s rules can negate safely, with its label flipped; AMBER's captioning
+  prompt paraphrased.
 * **open prompts** (Reefknot VQA, Tri-HE questions, HQH instructions): paraphrased
   (:mod:`halluscope.build.paraphrase`: offline templates, or an LLM). Reefknot VQA keeps its answer-format
   sentence, so its answers are scored as before.
@@ -43,7 +46,7 @@ from halluscope.scene.names import NEGATORS, PREPOSITIONS
 #: async (prompt, item id) → (paraphrase, reason the LLM's paraphrase was rejected or None)
 Paraphrase = Callable[[str, str], Awaitable[tuple[str, str | None]]]
 
-BENCHMARKS = ("reefknot", "tri-he", "hqh")
+BENCHMARKS = ("reefknot", "tri-he", "hqh", "pope", "amber", "hallusionbench")
 _YESNO = re.compile(r"^(?P<aux>Is|Are)\s+(?P<body>.+?)\s+(?P<tail>this photo\?.*)$", re.S)
 _DETERMINERS = frozenset({"the", "a", "an"})
 _PREP_WORDS = frozenset(w for p in PREPOSITIONS for w in p.split()) - {"the", "front", "back", "top", "side"}
@@ -242,8 +245,17 @@ async def build_parallel(benchmark: str, data: Path, out: Path, *, seed: int = 0
                 handle.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in new)
     elif benchmark == "tri-he":
         await _paraphrase_tri_he(Path(data), out, build, rewrite)
-    else:
+    elif benchmark == "hqh":
         await _paraphrase_hqh(Path(data), out, build, rewrite)
+    else:
+        from halluscope.build import parallel_yesno
+
+        if benchmark == "pope":
+            await parallel_yesno.build_pope(Path(data), out, build)
+        elif benchmark == "amber":
+            await parallel_yesno.build_amber(Path(data), out, build, rewrite)
+        else:
+            await parallel_yesno.build_hallusionbench(Path(data), out, build)
     build.problems = verify_parallel(benchmark, data, out)
     write_json_atomic(out / "parallel.json", build.summary())
     return build
@@ -354,6 +366,10 @@ def _verify_paraphrase(sid: str, new_text: str, old_text: str, *, share: float) 
 def verify_parallel(benchmark: str, data: Path, out: Path, *, share: float = 0.6) -> list[str]:
     """Every problem found by reading the written parallel form back (see the module docstring)."""
     problems: list[str] = []
+    if benchmark in ("pope", "amber", "hallusionbench"):
+        from halluscope.build.parallel_yesno import verify_yes_no
+
+        return verify_yes_no(benchmark, Path(data), out, share=share)
     if benchmark == "reefknot":
         from halluscope.benchmarks.reefknot import Reefknot, read_reefknot_file, resolve_data_dir
 

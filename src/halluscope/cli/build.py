@@ -136,7 +136,9 @@ def reefknot(
 
 @build_app.command("parallel")
 def parallel(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="reefknot | tri-he | hqh.")],
+    benchmark: Annotated[
+        str, typer.Option("--benchmark", "-b", help="reefknot | tri-he | hqh | pope | amber | hallusionbench.")
+    ],
     data: Annotated[Path, typer.Option("--data", help="The benchmark's data file or folder.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (created).")],
     tasks: Annotated[str | None, typer.Option(help="Reefknot only: comma-separated yesno, mcq, vqa.")] = None,

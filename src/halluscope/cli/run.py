@@ -152,7 +152,7 @@ def run(
             if is_local(stage_model or parse_options(stage_opts, f"--{stage}-opt").get("model")):
                 local_stages.append(stage)
             else:
-                llm_stage = llm_stage or (chosen_name or default_name) in ("llm", "hqh-llm", "vlm")
+                llm_stage = llm_stage or (chosen_name or default_name) in ("llm", "hqh-llm", "vlm", "mmhal-llm")
             continue
         given = [
             flag

@@ -12,6 +12,7 @@ JUDGES: Registry[Judge] = Registry(
         "hqh-llm": "halluscope.judges.hqh:HQHLLMJudge",
         "hqh-rules": "halluscope.judges.hqh_rules:HQHRulesJudge",
         "vlm": "halluscope.judges.vlm:VLMJudge",
+        "mmhal-llm": "halluscope.judges.mmhal:MMHalLLMJudge",
     },
     {
         "similarity": "Tri-HE's embedding-similarity judge (offline; default model all-MiniLM-L6-v2)",
@@ -20,6 +21,7 @@ JUDGES: Registry[Judge] = Registry(
         "hqh-llm": "HQH's judge over any OpenAI-compatible endpoint: correct/incorrect + extra contradicting claims",
         "hqh-rules": "offline HQH judge: count, yes/no, OCR, attribute rules; region lookup; else unjudged",
         "vlm": "a VLM on any OpenAI-compatible endpoint sees the photo: Tri-HE claims three ways, HQH answers",
+        "mmhal-llm": "MMHal-Bench's 0-6 rating of an answer over any OpenAI-compatible endpoint (or local)",
     },
 )
 

@@ -132,6 +132,8 @@ _ALIASES = {
     "generative": "object", "discriminative-hallucination": "object",
     "discriminative-attribute-state": "attribute", "discriminative-attribute-number": "counting",
     "discriminative-attribute-action": "action", "discriminative-relation": "relation",
+    # MMHal-Bench's question types: its "adversarial" questions ask about objects that are not there.
+    "adversarial": "object",
 }
 
 
@@ -166,7 +168,8 @@ class Coverage(BaseModel):
 
 
 def coverage(runs: Sequence[QualityRun]) -> Coverage:
-    """Types per benchmark: item types (record ``type``, else ``relation_type``), else claim error types.
+    """Types per benchmark: item types (record ``type``, else ``relation_type``, else ``question_type`` as
+    MMHal-Bench records carry it), else claim error types.
 
     Item types are counted over one run's samples (the benchmark's items); claim error types over the
     hallucinated claims of every run of that benchmark, since they depend on what the models said.
@@ -182,6 +185,8 @@ def coverage(runs: Sequence[QualityRun]) -> Coverage:
             label = record.field("type")
             if not isinstance(label, str) or not label.strip():
                 label = record.field("relation_type")
+            if not isinstance(label, str) or not label.strip():
+                label = record.field("question_type")
             if isinstance(label, str) and label.strip() and label.strip().lower() != "unknown":
                 items[canonical_type(label)] += 1
         if items:

@@ -1,0 +1,388 @@
+"""MMHal-Bench: 96 open questions about OpenImages photos, each answer rated 0–6 by an LLM judge.
+
+Sun et al., "Aligning Large Multimodal Models with Factually Augmented RLHF" (LLaVA-RLHF, arXiv 2309.14525).
+Data: ``response_template.json`` (Hugging Face dataset ``Shengcao1006/MMHal-Bench``; the same bytes are
+``eval/data/mmhal-bench_answer_template.json`` in RLHF-V/RLHF-V on GitHub, where the default download reads
+it). It is a list of 96 records ``{question_type, question_topic, image_id, image_src, image_content,
+question, gt_answer, model_answer}``: eight question types, twelve questions each, in a fixed rotation
+(record i has type ``attribute, adversarial, comparison, counting, relation, environment, holistic, other``
+[i % 8]). ``image_content`` lists the photo's OpenImages labels; ``image_src`` is its Flickr URL.
+
+**Sample ids are the 0-based position of the record in the template** (``"0"`` … ``"95"``), which is what
+the official scoring code uses: it pairs the judge's replies with records by position and derives the
+type from the position. ``image_id`` (the OpenImages id) is kept as the sample's image id.
+
+**Responses** in the official layout are the template with ``model_answer`` filled (the files of the
+dataset's ``responses/`` folder): read by position, each record's ``question`` checked against the
+template's, so a reordered or foreign file is refused item by item instead of scored against the wrong
+reference. halluscope's own JSONL (``{"id": "0", "response": ...}``) is read as everywhere.
+
+**Images** (``--bench-opt images=DIR``, so ``--model`` runs send the photo): the photo of a record is the
+file named as the last part of its ``image_src`` (``7206072054_c53d53b97d_o.jpg``, the dataset's
+``images/`` folder), else ``<image_id>.jpg`` (OpenImages naming). Without the option, an ``images`` folder
+next to the template is used when there is one. The judge never sees the photo (the benchmark's judge
+is text-only: it reads the labels and the reference).
+
+Benchmark options: ``images``, ``types`` (comma list), ``limit`` (first N selected items).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.cache import default_cache_dir
+from halluscope.download import fetch_first
+from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
+from halluscope.metrics.mmhal import TYPES
+from halluscope.options import check_options
+from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
+from halluscope.stages import Failure
+from halluscope.types import Response, Sample, SampleRecord
+
+__all__ = [
+    "TEMPLATE_NAMES",
+    "TYPES",
+    "MMHal",
+    "MMHalDataError",
+    "image_file_name",
+    "is_mmhal_layout",
+    "load_mmhal_answers",
+    "read_template",
+]
+
+TEMPLATE_NAMES = ("response_template.json", "mmhal-bench_answer_template.json")
+OFFICIAL_URLS = (
+    "https://raw.githubusercontent.com/RLHF-V/RLHF-V/main/eval/data/mmhal-bench_answer_template.json",
+    "https://huggingface.co/datasets/Shengcao1006/MMHal-Bench/resolve/main/response_template.json",
+)
+_REQUIRED = ("question_type", "question", "gt_answer")
+
+
+class MMHalDataError(ValueError):
+    """The MMHal-Bench template is missing or malformed; the message names the file and the record."""
+
+
+def download_template(target_dir: Path | None = None) -> Path:
+    """Fetch ``response_template.json`` into the user cache (machines with internet only)."""
+    target_dir = target_dir or default_cache_dir() / "data" / "mmhal-bench"
+    target = target_dir / TEMPLATE_NAMES[0]
+    if not target.exists():
+        target_dir.mkdir(parents=True, exist_ok=True)
+        errors = fetch_first(target, list(OFFICIAL_URLS), timeout=120)
+        if errors:
+            raise MMHalDataError(
+                f"could not download MMHal-Bench's response_template.json ({'; '.join(errors)}); "
+                "pass --data with the file or its folder"
+            )
+    return target
+
+
+def resolve_template(data: Path | None) -> Path:
+    """The template: ``data`` itself, or a template file in the folder ``data``; else the download."""
+    if data is None:
+        env = os.environ.get("HALLUSCOPE_MMHAL")
+        return resolve_template(Path(env)) if env else download_template()
+    path = Path(data)
+    if path.is_dir():
+        for name in TEMPLATE_NAMES:
+            if (path / name).is_file():
+                return path / name
+        raise MMHalDataError(f"no {' or '.join(TEMPLATE_NAMES)} in {path}")
+    if not path.is_file():
+        raise MMHalDataError(f"MMHal-Bench template not found at {path}")
+    return path
+
+
+def _read_list(path: Path) -> list[Any]:
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise MMHalDataError(f"{path} is not valid JSON: {error}") from error
+    except UnicodeDecodeError as error:
+        raise MMHalDataError(f"{path} is not UTF-8 text: {error}") from error
+    if not isinstance(raw, list):
+        raise MMHalDataError(f"{path}: expected a JSON list of MMHal-Bench records, got {type(raw).__name__}")
+    return raw
+
+
+def read_template(path: Path) -> list[Any]:
+    """The template's records, unchecked one by one (each is checked when it becomes a sample)."""
+    return _read_list(path)
+
+
+def image_file_name(record: dict[str, Any]) -> str | None:
+    """The photo's file name in the dataset's ``images/`` folder: the last part of ``image_src``."""
+    src = record.get("image_src")
+    if isinstance(src, str) and src.strip():
+        return src.strip().rstrip("/").rsplit("/", 1)[-1] or None
+    return None
+
+
+# -- answers in the official layout --------------------------------------------------------------------------
+
+
+def is_mmhal_layout(path: Path) -> bool:
+    """A JSON list whose records have ``gt_answer`` and ``model_answer``: the filled template."""
+    try:
+        with Path(path).open(encoding="utf-8") as handle:
+            head = handle.read(8192).lstrip()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return head.startswith("[") and '"gt_answer"' in head and '"model_answer"' in head
+
+
+def load_mmhal_answers(
+    path: Path, template: Sequence[Any], *, key: str | None = None, benchmark_ids: set[str] | None = None
+) -> ResponsesFile:
+    """Answers from a filled template: record i answers item i; its question must be the template's."""
+    field_name = key or "model_answer"
+    try:
+        raw = _read_list(Path(path))
+    except MMHalDataError as error:
+        raise ResponsesError(str(error)) from error
+    result = ResponsesFile()
+    if len(raw) != len(template):
+        result.problems.append(
+            f"{Path(path).name}: {len(raw)} records where the template has {len(template)}; "
+            "records are matched by position, so only those whose question matches are read"
+        )
+    for position, record in enumerate(raw):
+        where = f"{Path(path).name} record {position}"
+        if not isinstance(record, dict):
+            result.problems.append(f"{where}: not a JSON object")
+            continue
+        if position >= len(template):
+            result.problems.append(f"{where}: beyond the template's {len(template)} items")
+            continue
+        expected = template[position].get("question") if isinstance(template[position], dict) else None
+        if record.get("question") != expected:
+            result.problems.append(
+                f"{where}: question {str(record.get('question'))[:60]!r} is not the template's question "
+                f"{str(expected)[:60]!r} at this position (records are matched by position)"
+            )
+            continue
+        sample_id = str(position)
+        if benchmark_ids is not None and sample_id not in benchmark_ids:
+            continue
+        value = record.get(field_name)
+        if not isinstance(value, str):
+            result.problems.append(f"{where}: no answer in {field_name!r}")
+            continue
+        result.responses[sample_id] = Response(id=sample_id, response=value)
+    if not result.responses:
+        raise ResponsesError(
+            f"{path}: no MMHal-Bench record with an answer in {field_name!r} could be read"
+            + (f"; first problem: {result.problems[0]}" if result.problems else "")
+        )
+    return result
+
+
+# -- the benchmark ---------------------------------------------------------------------------------------------
+
+
+def _split_csv(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]
+
+
+class MMHal(Benchmark):
+    """MMHal-Bench: one 0–6 rating per answer; average score and hallucination rate, per question type."""
+
+    name: ClassVar[str] = "mmhal"
+    default_extractor: ClassVar[str | None] = None
+    #: The benchmark's protocol is an LLM judge; there is no offline judge good enough to be a default
+    #: (docs/mmhal.md), so ``--judge mmhal-llm`` is the default and needs an endpoint or ``--judge-model local``.
+    default_judge: ClassVar[str | None] = "mmhal-llm"
+
+    def __init__(
+        self,
+        data: Path | None = None,
+        *,
+        images: Path | None = None,
+        types: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> None:
+        self.path = resolve_template(data)
+        if images is not None and not Path(images).is_dir():
+            raise ValueError(f"the MMHal-Bench benchmark: images folder {images} does not exist")
+        default_images = self.path.parent / "images"
+        self.images = Path(images) if images else (default_images if default_images.is_dir() else None)
+        chosen = []
+        for value in types or []:
+            kind = value.strip().lower()
+            if kind not in TYPES:
+                raise ValueError(f"the MMHal-Bench benchmark: unknown type {value!r}; choose from {', '.join(TYPES)}")
+            chosen.append(kind)
+        self.types = sorted(set(chosen), key=TYPES.index) if chosen else None
+        if limit is not None and limit < 1:
+            raise ValueError(f"the MMHal-Bench benchmark: limit must be at least 1, got {limit}")
+        self.limit = limit
+
+    @classmethod
+    def from_options(cls, data: Path | None = None, **options: Any) -> MMHal:
+        """Registry factory: options from ``--bench-opt`` (see the module docstring)."""
+        known = {"images", "types", "limit"}
+        check_options("the MMHal-Bench benchmark", set(options) - known, known)
+        return cls(
+            data=Path(data) if data is not None else None,
+            images=Path(options["images"]) if options.get("images") else None,
+            types=_split_csv(options["types"]) if options.get("types") else None,
+            limit=int(options["limit"]) if options.get("limit") is not None else None,
+        )
+
+    @cached_property
+    def records(self) -> list[Any]:
+        return read_template(self.path)
+
+    def _image_path(self, record: dict[str, Any]) -> Path | None:
+        if self.images is None:
+            return None
+        name = image_file_name(record)
+        candidates = [self.images / name] if name else []
+        if isinstance(record.get("image_id"), str):
+            candidates.append(self.images / f"{record['image_id']}.jpg")
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        return candidates[0] if candidates else None
+
+    def _sample(self, position: int, record: Any) -> Sample:
+        if not isinstance(record, dict):
+            return Sample(
+                id=str(position), benchmark=self.name, prompt="",
+                metadata={"problem": f"MMHal-Bench item {position}: not a JSON object", "position": position},
+            )  # fmt: skip
+        missing = [k for k in _REQUIRED if not isinstance(record.get(k), str) or not record[k].strip()]
+        metadata: dict[str, Any] = {
+            "question_type": str(record.get("question_type") or TYPES[position % len(TYPES)]),
+            "question_topic": record.get("question_topic"),
+            "image_content": [str(c) for c in record.get("image_content") or [] if isinstance(c, str)],
+            "position": position,
+        }
+        if missing:
+            metadata["problem"] = f"MMHal-Bench item {position}: missing or empty field(s) {', '.join(missing)}"
+        image_path = self._image_path(record)
+        if image_path is not None and not image_path.is_file():
+            metadata["image_missing"] = str(image_path)
+        return Sample(
+            id=str(position),
+            benchmark=self.name,
+            prompt=str(record.get("question") or ""),
+            image_id=str(record["image_id"]) if record.get("image_id") is not None else None,
+            image_path=str(image_path) if image_path else None,
+            reference=str(record.get("gt_answer") or "") or None,
+            metadata=metadata,
+        )
+
+    def samples(self) -> Iterator[Sample]:
+        count = 0
+        for position, record in enumerate(self.records):
+            kind = record.get("question_type") if isinstance(record, dict) else None
+            if self.types is not None and kind not in self.types:
+                continue
+            if self.limit is not None and count >= self.limit:
+                return
+            count += 1
+            yield self._sample(position, record)
+
+    def spec(self) -> dict[str, Any]:
+        samples = list(self.samples())
+        return {
+            "benchmark": self.name,
+            "data": str(self.path),
+            "images": str(self.images) if self.images else None,
+            "types": self.types,
+            "limit": self.limit,
+            "items_with_a_problem": sum(1 for s in samples if s.metadata.get("problem")),
+            "images_missing": sum(1 for s in samples if s.metadata.get("image_missing")),
+        }
+
+    def read_responses(
+        self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
+    ) -> ResponsesFile:
+        """halluscope JSONL, or the official layout (the template with ``model_answer`` filled)."""
+        if is_mmhal_layout(Path(path)):
+            return load_mmhal_answers(Path(path), self.records, key=key, benchmark_ids=benchmark_ids)
+        return read_any_responses(Path(path), benchmark_ids=benchmark_ids, key=key)
+
+    # -- scoring ----------------------------------------------------------------------------------------
+
+    async def score_many(
+        self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
+    ) -> list[SampleRecord]:
+        judge = ctx.judge
+        failures: dict[str, tuple[str, str | None]] = {}
+        ratings: dict[str, MMHalRating | Failure] = {}
+        items: list[MMHalItem] = []
+        for sample, response in pairs:
+            if sample.metadata.get("problem"):
+                failures[sample.id] = (str(sample.metadata["problem"]), None)
+            elif response is None:
+                missing = sample.metadata.get("image_missing")
+                why = f" (its photo {Path(missing).name} is not in the images folder)" if missing else ""
+                failures[sample.id] = (f"MMHal-Bench item {sample.id}: no response for this item{why}", None)
+            elif not isinstance(judge, MMHalJudge):
+                name = getattr(judge, "name", None)
+                failures[sample.id] = (
+                    f"judge {name!r} cannot rate MMHal-Bench answers; use --judge mmhal-llm", "judge"
+                )
+            elif not response.response.strip():
+                ratings[sample.id] = MMHalRating(None, unjudged_reason="empty answer: nothing to rate")
+            else:
+                items.append(
+                    MMHalItem(
+                        sample_id=sample.id,
+                        question_type=str(sample.metadata["question_type"]),
+                        question=sample.prompt,
+                        reference=sample.reference or "",
+                        image_content=list(sample.metadata.get("image_content") or []),
+                        answer=response.response,
+                    )
+                )
+        if items and isinstance(judge, MMHalJudge):
+            for item, result in zip(items, await judge.rate_answers(items), strict=True):
+                ratings[item.sample_id] = result
+        records = []
+        for sample, response in pairs:
+            extras: dict[str, Any] = {"rating": None, "hallucinated": None}
+            failure, stage = failures.get(sample.id, (None, None))
+            outcome = ratings.get(sample.id)
+            if isinstance(outcome, Failure):
+                failure, stage = f"MMHal-Bench item {sample.id}: {outcome.reason}", "judge"
+            elif isinstance(outcome, MMHalRating):
+                extras.update(outcome.record_fields())
+                if outcome.rating is None and response is not None and response.response.strip():
+                    # No single rating in the reply: a failure without a stage, so a resumed run asks again
+                    # (the reply was not cached) and the stage-failure limit does not stop the run for it.
+                    failure = f"MMHal-Bench item {sample.id}: unjudged: {outcome.unjudged_reason}"
+            records.append(
+                SampleRecord(
+                    id=sample.id,
+                    prompt=sample.prompt,
+                    response=response.response if response else None,
+                    failure=failure,
+                    failed_stage=stage,
+                    image_id=sample.image_id,
+                    image_path=sample.image_path,
+                    reference=sample.reference,
+                    model=response.model if response else None,
+                    metadata={
+                        "question_type": sample.metadata.get("question_type"),
+                        "image_content": sample.metadata.get("image_content"),
+                    },
+                    **extras,
+                )
+            )
+        return records
+
+    def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
+        from halluscope.metrics.mmhal import mmhal_metrics
+
+        return mmhal_metrics(records, benchmark=self.name)
