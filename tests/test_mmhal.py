@@ -148,7 +148,7 @@ def test_cli_run_unjudged_replies_are_asked_again_on_resume(scripted_server: Scr
     cache = tmp_path / "cache.sqlite"
     args = ["run", "-b", "mmhal", "--data", str(MMHAL_DIR), "--limit", "8", "-r", str(RESPONSES / "llava_7b.json"),
             "--judge-model", "m", "--base-url", scripted_server.base_url, "--cache", str(cache),
-            "--out", str(out), "-q"]  # fmt: skip
+            "--out", str(out), "-q", "--max-failure-share", "0.5"]  # fmt: skip
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     metrics = json.loads((out / "metrics.json").read_text())
@@ -226,7 +226,7 @@ def test_model_run_sends_the_photo(tmp_path: Path) -> None:
         judge.responder = lambda body: completion("Right.\nRating: 4")
         result = CliRunner().invoke(app, [
             "run", "-b", "mmhal", "--data", str(MMHAL_DIR), "--limit", "2",
-            "--bench-opt", f"images={MMHAL_DIR / 'images'}",
+            "--bench-opt", f"images={MMHAL_DIR / 'images'}", "--bench-opt", "missing_images=fail",
             "--model", f"openai/some-vlm?base_url={vlm.base_url}", "--judge-model", "m",
             "--base-url", judge.base_url, "--no-cache", "--out", str(tmp_path / "run"), "-q",
         ])  # fmt: skip

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.images import check_missing_policy
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
@@ -208,8 +209,10 @@ class MMHal(Benchmark):
         images: Path | None = None,
         types: Sequence[str] | None = None,
         limit: int | None = None,
+        missing_images: str = "refuse",
     ) -> None:
         self.path = resolve_template(data)
+        self.missing_images = check_missing_policy(missing_images)
         if images is not None and not Path(images).is_dir():
             raise ValueError(f"the MMHal-Bench benchmark: images folder {images} does not exist")
         default_images = self.path.parent / "images"
@@ -228,13 +231,14 @@ class MMHal(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> MMHal:
         """Registry factory: options from ``--bench-opt`` (see the module docstring)."""
-        known = {"images", "types", "limit"}
+        known = {"images", "types", "limit", "missing_images"}
         check_options("the MMHal-Bench benchmark", set(options) - known, known)
         return cls(
             data=Path(data) if data is not None else None,
             images=Path(options["images"]) if options.get("images") else None,
             types=_split_csv(options["types"]) if options.get("types") else None,
             limit=int(options["limit"]) if options.get("limit") is not None else None,
+            missing_images=str(options.get("missing_images", "refuse")),
         )
 
     @cached_property
@@ -302,6 +306,7 @@ class MMHal(Benchmark):
             "limit": self.limit,
             "items_with_a_problem": sum(1 for s in samples if s.metadata.get("problem")),
             "images_missing": sum(1 for s in samples if s.metadata.get("image_missing")),
+            **({"missing_images": self.missing_images} if self.missing_images != "refuse" else {}),
         }
 
     def read_responses(
@@ -359,9 +364,10 @@ class MMHal(Benchmark):
             elif isinstance(outcome, MMHalRating):
                 extras.update(outcome.record_fields())
                 if outcome.rating is None and response is not None and response.response.strip():
-                    # No single rating in the reply: a failure without a stage, so a resumed run asks again
-                    # (the reply was not cached) and the stage-failure limit does not stop the run for it.
+                    # No single rating in the reply: a judge failure, as for every benchmark; a resumed run asks
+                    # again (the reply was not cached), and more than --max-failure-share of them fails the run.
                     failure = f"MMHal-Bench item {sample.id}: unjudged: {outcome.unjudged_reason}"
+                    stage = "judge"
             records.append(
                 SampleRecord(
                     id=sample.id,

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from halluscope.build.paraphrase import keeps_content, template_paraphrase
+from halluscope.build.paraphrase import template_paraphrase, verify_paraphrase
 from halluscope.jsonio import write_json_atomic
 from halluscope.scene.names import NEGATORS, PREPOSITIONS
 
@@ -356,13 +356,6 @@ def _verify_shuffle(sid: str, new: dict[str, Any], old: dict[str, Any]) -> list[
     return problems
 
 
-def _verify_paraphrase(sid: str, new_text: str, old_text: str, *, share: float) -> list[str]:
-    if new_text.strip() == old_text.strip():
-        return [f"{sid}: the paraphrase is the original"]
-    why = keeps_content(old_text, new_text, share=share)
-    return [f"{sid}: {why}"] if why else []
-
-
 def verify_parallel(benchmark: str, data: Path, out: Path, *, share: float = 0.6) -> list[str]:
     """Every problem found by reading the written parallel form back (see the module docstring)."""
     problems: list[str] = []
@@ -402,7 +395,7 @@ def verify_parallel(benchmark: str, data: Path, out: Path, *, share: float = 0.6
                     if old_parts is None or new_parts is None or old_parts.group("format") != new_parts.group("format"):
                         problems.append(f"{sid} (from {src}): the answer-format sentence changed")
                     else:
-                        problems += _verify_paraphrase(f"{sid} (from {src})", new_parts.group("question"),
+                        problems += verify_paraphrase(f"{sid} (from {src})", new_parts.group("question"),
                                                        old_parts.group("question"), share=share)
         return problems
     if benchmark == "tri-he":
@@ -422,7 +415,7 @@ def verify_parallel(benchmark: str, data: Path, out: Path, *, share: float = 0.6
                     continue
                 if item.get("answer") != old_items[index].get("answer"):
                     problems.append(f"{sid}: the reference answer changed")
-                problems += _verify_paraphrase(sid, str(item["question"]), str(old_items[index]["question"]),
+                problems += verify_paraphrase(sid, str(item["question"]), str(old_items[index]["question"]),
                                                share=share)
         return problems
     old_items = {str(i["id"]): i for i in json.loads(_hqh_file(Path(data)).read_text(encoding="utf-8"))}
@@ -434,5 +427,5 @@ def verify_parallel(benchmark: str, data: Path, out: Path, *, share: float = 0.6
             continue
         if any(item.get(k) != source.get(k) for k in ("ground_truth", "type", "image_id")):
             problems.append(f"{sid}: ground truth, type or image changed")
-        problems += _verify_paraphrase(sid, str(item["instruction"]), str(source["instruction"]), share=share)
+        problems += verify_paraphrase(sid, str(item["instruction"]), str(source["instruction"]), share=share)
     return problems

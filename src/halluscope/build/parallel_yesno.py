@@ -131,7 +131,7 @@ async def build_hallusionbench(data: Path, out: Path, build: ParallelBuild) -> N
 def verify_yes_no(benchmark: str, data: Path, out: Path, *, share: float = 0.6) -> list[str]:
     """Every problem found by reading the parallel form back through the benchmark's loader."""
     from halluscope.benchmarks import BENCHMARKS
-    from halluscope.build.parallel import _verify_paraphrase
+    from halluscope.build.paraphrase import verify_paraphrase
 
     try:
         original = {s.id: s for s in BENCHMARKS.create(benchmark, data=data).samples()}
@@ -151,7 +151,7 @@ def verify_yes_no(benchmark: str, data: Path, out: Path, *, share: float = 0.6) 
         if benchmark == "amber" and sample.metadata.get("type") == "generative":
             if sample.metadata.get("truth") != source.metadata.get("truth"):
                 problems.append(f"{sample.id}: the annotation changed")
-            problems += _verify_paraphrase(sample.id, sample.prompt, source.prompt, share=share)
+            problems += verify_paraphrase(sample.id, sample.prompt, source.prompt, share=share)
             continue
         why = negation_problem(source.prompt, sample.prompt)
         if why:

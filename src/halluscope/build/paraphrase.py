@@ -133,3 +133,11 @@ class LLMParaphraser:
         if why is not None:
             return template_paraphrase(prompt, item_id), why
         return text, None
+
+
+def verify_paraphrase(sid: str, new_text: str, old_text: str, *, share: float) -> list[str]:
+    """Problems with one written paraphrase of ``old_text``: unchanged, or content lost (:func:`keeps_content`)."""
+    if new_text.strip() == old_text.strip():
+        return [f"{sid}: the paraphrase is the original"]
+    why = keeps_content(old_text, new_text, share=share)
+    return [f"{sid}: {why}"] if why else []
