@@ -53,7 +53,7 @@ def test_only_answered_scores_just_the_answered_samples(tmp_path: Path) -> None:
     assert "1 run(s), 3 samples" in page
     # A run without the option is not mixed into the same directory, and the option needs a responses file.
     again = CliRunner().invoke(app, [*common, "--responses", str(answers), "--out", str(out)])
-    assert again.exit_code != 0 and "different benchmark" in again.output
+    assert again.exit_code != 0 and "another benchmark config (only_answered" in again.output
     wrong = CliRunner().invoke(app, [*common, "--model", f"replay/{answers}", "--out", str(out), "--only-answered"])
     assert wrong.exit_code != 0 and "--only-answered goes with --responses" in wrong.output
 

@@ -188,11 +188,12 @@ def test_interrupted_or_failed_run_stops_the_server_and_resumes(work: Path, how:
         # A claim far beyond the server's 4,096-token context: the server rejects it (HTTP 400), a fatal error
         # that stops the run while the server is up.
         huge = {**rows[-1], "claims": [["desk", "has", " ".join(["papers"] * 6000)]]}
-        first = Cli(_run_args(_write(work / "answers-bad.jsonl", [*rows[:-1], huge]), out,
-                              work / "cache.sqlite"))  # fmt: skip
+        _write(answers, [*rows[:-1], huge])
+        first = Cli(_run_args(answers, out, work / "cache.sqlite"))
         code, output = first.finish()
         assert code == 2, output
         assert "re-run to resume" in output, output
+        _write(answers, rows)  # the user mends the answers file in place and runs the same command again
     else:
         first = Cli(_run_args(answers, out, work / f"cache-{how}.sqlite"))
         first.watch(until=(out / "spec.json").exists)  # the server is up and the run under way
