@@ -26,10 +26,10 @@ def main() -> None:
     args = parser.parse_args()
 
     from halluscope.benchmarks.reefknot import Reefknot
-    from halluscope.build.parallel import build_parallel
+    from halluscope.builders.parallel import build_parallel
     from halluscope.cache import Cache
+    from halluscope.calibration.simulate import run_population
     from halluscope.quality.assess import assess
-    from halluscope.quality.simulate import run_population
     from halluscope.stages import ScoringContext
 
     rng = random.Random(0)

@@ -7,7 +7,7 @@ correlates their Halr across the two runs. Classical test theory predicts
 
     reliability = var(true) / (var(true) + mean(p(1 - p)) / N)
 
-(halluscope.quality.simulate.predicted_reliability). For each N, over --replicates populations, this
+(halluscope.calibration.simulate.predicted_reliability). For each N, over --replicates populations, this
 prints the mean measured Pearson r, the mean prediction, their difference, the standard error of that mean
 over the populations, and how often the reported 95% bootstrap interval holds the prediction. The stated
 tolerance: |difference| <= max(--tolerance, 2 standard errors) for every N (a sample correlation over 40
@@ -44,8 +44,8 @@ def main() -> int:
 
     from halluscope.benchmarks.reefknot import Reefknot
     from halluscope.cache import Cache
+    from halluscope.calibration.simulate import predicted_reliability, run_population
     from halluscope.quality.assess import assess
-    from halluscope.quality.simulate import predicted_reliability, run_population
     from halluscope.stages import ScoringContext
 
     ctx = ScoringContext(cache=Cache(None))

@@ -5,7 +5,7 @@
 
 The answers, up to ``--answers`` in this order:
 
-1. the 59 hand-labelled answers to Tri-HE questions (``halluscope.quality.real``: reference, edited, mismatched
+1. the 59 hand-labelled answers to Tri-HE questions (``halluscope.calibration.real``: reference, edited, mismatched
    and our own multi-sentence answers, 5.1 claims each) with their hand-made claims, so each mode's verdicts
    are also scored against the hand labels (true / false; "unseen" claims left out);
 2. then, from the release, for questions spread evenly over the 1,226, the question's reference answer (mostly
@@ -40,10 +40,10 @@ from typing import Any
 
 from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
 from halluscope.cache import Cache, default_cache_dir
+from halluscope.calibration.real import load_real_set
 from halluscope.claims.rules import RulesExtractor
 from halluscope.judges.hqh import CallStats
 from halluscope.judges.llm import LLMJudge
-from halluscope.quality.real import load_real_set
 from halluscope.stages import Failure, JudgeItem
 from halluscope.types import Claim, Verdict, VerdictLabel
 

@@ -9,7 +9,7 @@
 response files) and, for ``gpt4o`` and ``models``, ``third-party-gpt4o-review/`` (the raw GPT-4o replies
 on ``blip2_2.7b.json`` and a table of GPT-4o averages of six files). ``gpt4o`` compares the judge's rating
 of each BLIP-2 answer with GPT-4o's; ``labels`` compares it with the packaged hand labels
-(``halluscope/quality/data/mmhal_real.json``); ``models`` compares per-model averages with the published
+(``halluscope/calibration/data/mmhal_real.json``); ``models`` compares per-model averages with the published
 GPT-4o averages. Replies are cached (``$HALLUSCOPE_CACHE_DIR``), so a re-run costs nothing. Prints one JSON
 object; ``--out`` also writes it.
 """
@@ -28,8 +28,8 @@ from typing import Any
 
 from halluscope.benchmarks.mmhal import MMHal
 from halluscope.cache import Cache
+from halluscope.calibration.mmhal_real import agreement, load_labels, model_agreement
 from halluscope.judges.mmhal import MMHalItem, MMHalLLMJudge, MMHalRating, parse_rating
-from halluscope.quality.mmhal_real import agreement, load_labels, model_agreement
 
 #: results.md's row names → the response files they score.
 PUBLISHED_MODELS = {

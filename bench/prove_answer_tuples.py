@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from halluscope.build.prove import ImageResult, answer_tuples, prepare_graphs, released_rows
+from halluscope.builders.prove import ImageResult, answer_tuples, prepare_graphs, released_rows
 from halluscope.cache import Cache
 from halluscope.claims.dsg import TUPLE_EXTRACTORS
 from halluscope.cli.graphs import GraphFormat, load_graphs

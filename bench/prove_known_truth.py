@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from halluscope.benchmarks.prove import Prove
-from halluscope.build.synthetic import build_synthetic
+from halluscope.builders.synthetic import build_synthetic
 from halluscope.cache import Cache
 from halluscope.models.sim import SimModel
 from halluscope.runs.respond import build_request, to_response

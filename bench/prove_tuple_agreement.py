@@ -30,7 +30,7 @@ from statistics import fmean
 from typing import Any
 
 from halluscope.benchmarks.prove import Prove
-from halluscope.build.synthetic import build_synthetic
+from halluscope.builders.synthetic import build_synthetic
 from halluscope.cache import Cache
 from halluscope.claims.dsg import LLMTupleExtractor, RulesTupleExtractor
 from halluscope.embeddings import load_embedder

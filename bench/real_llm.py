@@ -17,10 +17,10 @@ from pathlib import Path
 
 from halluscope.benchmarks.tri_he import TriHE
 from halluscope.cache import Cache, default_cache_dir
+from halluscope.calibration.real import load_real_set, run_real
 from halluscope.claims import EXTRACTORS
 from halluscope.judges import JUDGES
 from halluscope.llm.offline import PACKAGED_MODEL_NAME, llama_server
-from halluscope.quality.real import load_real_set, run_real
 
 #: The ten answers of the documented measurement: every score from 1 to 5, several sources.
 DEFAULT_IDS = "real-05,real-06,real-18,real-22,real-29,real-39,real-41,real-50,real-53,real-58"

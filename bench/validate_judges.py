@@ -31,10 +31,9 @@ from typing import Any
 
 from halluscope.benchmarks.synthetic import SyntheticBenchmark
 from halluscope.benchmarks.tri_he import TriHE
-from halluscope.build.synthetic import build_synthetic
+from halluscope.builders.synthetic import build_synthetic
 from halluscope.cache import Cache
-from halluscope.judges import JUDGES
-from halluscope.quality.validate import (
+from halluscope.calibration.validate import (
     ValidationReport,
     ValidationSet,
     calibrate_similarity,
@@ -43,6 +42,7 @@ from halluscope.quality.validate import (
     tri_he_validation_set,
     validate_judge,
 )
+from halluscope.judges import JUDGES
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HALLUSCOPE_SHARED", REPO.parent / "shared"))

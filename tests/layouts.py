@@ -22,7 +22,7 @@ IMAGES = 32  # 128 Tri-HE-layout questions; 140 yes/no, 40 multiple-choice and 7
 @functools.cache
 def synthetic_layouts() -> Path:
     """The folder of the session's synthetic build (the same bytes every time: seed 0)."""
-    from halluscope.build.synthetic import build_synthetic
+    from halluscope.builders.synthetic import build_synthetic
 
     root = Path(tempfile.mkdtemp(prefix="halluscope-test-layouts-"))
     atexit.register(shutil.rmtree, root, True)

@@ -29,8 +29,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     # move the folder's layout and reader (SyntheticScene, SyntheticQuestion, load_scenes, load_questions)
     # below benchmarks/, and either move the generator with them or let only `build synthetic` make the
     # folder (a user-visible change: the benchmark would then ask for the folder instead of building it).
-    ("halluscope.benchmarks.synthetic", "halluscope.build.synthetic"): "reads and builds a synthetic folder",
-    ("halluscope.benchmarks.prove", "halluscope.build.synthetic"): "reads a synthetic folder as PROVE items",
+    ("halluscope.benchmarks.synthetic", "halluscope.builders.synthetic"): "reads and builds a synthetic folder",
+    ("halluscope.benchmarks.prove", "halluscope.builders.synthetic"): "reads a synthetic folder as PROVE items",
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 from bench.direction_sample import LABELS, draw
 
 from halluscope.benchmarks.tri_he import load_scene_graphs
-from halluscope.build.reefknot import BuildOptions, BuiltReefknot, build_reefknot, verify_build
+from halluscope.builders.reefknot import BuildOptions, BuiltReefknot, build_reefknot, verify_build
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.sim import SimModel
 from halluscope.scene.direction import (

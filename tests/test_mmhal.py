@@ -165,7 +165,7 @@ def test_cli_run_unjudged_replies_are_asked_again_on_resume(scripted_server: Scr
 
 
 def test_packaged_labels_split_by_photo_and_agreement_figures() -> None:
-    from halluscope.quality.mmhal_real import agreement, load_labels
+    from halluscope.calibration.mmhal_real import agreement, load_labels
 
     labels = load_labels()
     assert len(labels) >= 100 and len({x.model for x in labels}) >= 4
@@ -184,7 +184,7 @@ def test_quality_reads_mmhal_runs(scripted_server: ScriptedServer, tmp_path: Pat
     """Four real response files scored (a scripted judge rates by answer length), then `halluscope quality`
     on them: the metric is read from each run, criterion validity against the packaged hand labels, and
     MMHal-Bench's question types in the coverage table."""
-    from halluscope.quality.mmhal_real import load_labels
+    from halluscope.calibration.mmhal_real import load_labels
 
     def respond(body: Any) -> Reply:
         answer = body["messages"][-1]["content"].split("Model's answer:")[1]

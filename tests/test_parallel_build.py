@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from halluscope.benchmarks.reefknot import Reefknot
-from halluscope.build.parallel import build_parallel, verify_parallel
-from halluscope.build.paraphrase import LLMParaphraser, keeps_content, template_paraphrase
+from halluscope.builders.parallel import build_parallel, verify_parallel
+from halluscope.builders.paraphrase import LLMParaphraser, keeps_content, template_paraphrase
 from halluscope.cli.main import app
 from halluscope.judges.answers import parse_mcq_options
 from halluscope.llm.client import ChatClient

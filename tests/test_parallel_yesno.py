@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from halluscope.benchmarks import BENCHMARKS
-from halluscope.build.negation import negate_questions, negation_problem
-from halluscope.build.parallel import build_parallel, verify_parallel
+from halluscope.builders.negation import negate_questions, negation_problem
+from halluscope.builders.parallel import build_parallel, verify_parallel
 from halluscope.cli.main import app
 from tests.paths import AMBER_EXCERPT, HALLUSIONBENCH_DIR, HALLUSIONBENCH_EXCERPT, POPE_EXCERPT
 

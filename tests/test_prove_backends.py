@@ -152,7 +152,7 @@ def test_cli_run_writes_scores_per_question_type(tmp_path: Path) -> None:
 def test_oracle_and_hallucinating_runs_land_in_the_report_scatter(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from halluscope.build.synthetic import build_synthetic
+    from halluscope.builders.synthetic import build_synthetic
     from halluscope.cli.main import app
 
     data = tmp_path / "synthetic"

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from halluscope.benchmarks.prove import Prove
-from halluscope.build.prove import (
+from halluscope.builders.prove import (
     FILTER_SYSTEM,
     GENERATE_SYSTEM,
     BuildOptions,

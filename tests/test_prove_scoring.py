@@ -218,7 +218,7 @@ def test_missing_image_with_entailment_is_named(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from halluscope.build.synthetic import build_synthetic
+    from halluscope.builders.synthetic import build_synthetic
 
     folder = tmp_path_factory.mktemp("synthetic")
     build_synthetic(folder, n=8, seed=3)

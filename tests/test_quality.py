@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from halluscope.benchmarks.reefknot import Reefknot
 from halluscope.cache import Cache
+from halluscope.calibration.simulate import predicted_reliability, run_population
 from halluscope.cli.main import app
 from halluscope.jsonio import write_json_atomic
 from halluscope.quality.assess import assess
-from halluscope.quality.simulate import predicted_reliability, run_population
 from halluscope.runs.store import rewrite_records
 from halluscope.stages import ScoringContext
 from halluscope.types import JudgedClaim, MetricsReport, SampleRecord
@@ -224,7 +224,7 @@ def test_criterion_validity_follows_human_labels(tmp_path: Path) -> None:
 def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
     """The real parallel form of Reefknot yes/no: models that ignore "not" collapse there, and the
     parallel-forms correlation says the benchmark's ranking does not survive the rewording."""
-    from halluscope.build.parallel import build_parallel
+    from halluscope.builders.parallel import build_parallel
 
     parallel_data = tmp_path / "parallel-data"
     asyncio.run(build_parallel("reefknot", reefknot_layout(), parallel_data, tasks=["yesno"]))

@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from halluscope.cache import Cache
+from halluscope.calibration.real import MEASURED_ON_REAL, answer_rate, load_real_set, run_real, self_agreement
 from halluscope.claims.rules import RulesExtractor, strip_meta
 from halluscope.judges.typed import TypedJudge
 from halluscope.metrics.triplets import triplet_metrics
-from halluscope.quality.real import MEASURED_ON_REAL, answer_rate, load_real_set, run_real, self_agreement
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import JudgeItem
 from halluscope.types import Claim, ErrorType, JudgedClaim, SampleRecord, Support, VerdictLabel

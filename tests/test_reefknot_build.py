@@ -15,14 +15,14 @@ from typer.testing import CliRunner
 
 from halluscope.benchmarks.reefknot import Reefknot
 from halluscope.benchmarks.tri_he import load_scene_graphs
-from halluscope.build.reefknot import (
+from halluscope.builders.reefknot import (
     BuildOptions,
     BuiltReefknot,
     build_reefknot,
     verify_build,
     yes_no_question,
 )
-from halluscope.build.relations import (
+from halluscope.builders.relations import (
     COGNITIVE,
     PERCEPTION,
     RelationClassifier,

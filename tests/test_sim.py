@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from halluscope.build.synthetic import build_synthetic
+from halluscope.builders.synthetic import build_synthetic
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.sim import SimError, SimModel, StatedClaim
 from halluscope.scene.graph import SceneGraph, normalise_name

@@ -12,8 +12,8 @@ import pytest
 from PIL import Image, ImageFilter
 from typer.testing import CliRunner
 
-from halluscope.build.render import COLOURS, object_mask
-from halluscope.build.synthetic import (
+from halluscope.builders.render import COLOURS, object_mask
+from halluscope.builders.synthetic import (
     HEIGHT,
     KINDS,
     RELATIONS,

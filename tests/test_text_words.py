@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from halluscope.build.prove import answers_agree
+from halluscope.builders.prove import answers_agree
 from halluscope.judges.hqh_rules import parse_numbers
 from halluscope.text import NUMBER_WORDS, comparison_words, is_negation, number_value, numbers_in
 

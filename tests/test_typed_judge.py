@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from halluscope.benchmarks.tri_he import load_scene_graphs, load_tri_he
+from halluscope.calibration.perturb import Perturbation, perturb_claims
 from halluscope.embeddings import Embedder, load_embedder
 from halluscope.judges import JUDGES
 from halluscope.judges.typed import TypedJudge
-from halluscope.quality.perturb import Perturbation, perturb_claims
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.names import default_matcher
 from halluscope.scene.relations import compare_attributes, compare_relations, relations_equivalent

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from halluscope.build.synthetic import build_synthetic
+from halluscope.builders.synthetic import build_synthetic
 from halluscope.cache import Cache
-from halluscope.quality.validate import (
+from halluscope.calibration.validate import (
     TruthClaim,
     ValidationQuestion,
     ValidationSet,

@@ -230,7 +230,7 @@ def rows_from_synthetic(folder: Path) -> list[ProveRow]:
     Image tuples are the scene graph's; an answer's tuples are its supporting triplets as tuples, minus the
     entity tuples of the objects its question names (g(A) − g(Q)).
     """
-    from halluscope.build.synthetic import load_questions, load_scenes
+    from halluscope.builders.synthetic import load_questions, load_scenes
     from halluscope.scene.tuples import graph_to_tuples
 
     scenes = load_scenes(folder)

@@ -1,6 +1,6 @@
 """Synthetic: open questions about rendered scenes whose scene graphs are complete and exact.
 
-Built by ``halluscope build synthetic`` (see :mod:`halluscope.build.synthetic` for the folder layout and the
+Built by ``halluscope build synthetic`` (see :mod:`halluscope.builders.synthetic` for the folder layout and the
 rules that make each relation true). Scored like Tri-HE (Wu et al., "Unified Triplet-Level Hallucination
 Evaluation for Large Vision-Language Models"): each answer's claims are judged against the image's scene
 graph, giving Hallu-Q / Hallu-I and their object and relation parts.
@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.triplets import score_open_answers
-from halluscope.build.synthetic import (
+from halluscope.builders.synthetic import (
     SyntheticDataError,
     SyntheticQuestion,
     SyntheticScene,

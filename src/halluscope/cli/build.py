@@ -67,8 +67,8 @@ def reefknot(
     """Reefknot-style yes/no twins, multiple choice and VQA about relations, checked against the graphs."""
     from rich.table import Table
 
-    from halluscope.build.reefknot import BuildOptions, build_reefknot
-    from halluscope.build.relations import RelationClassifier
+    from halluscope.builders.reefknot import BuildOptions, build_reefknot
+    from halluscope.builders.relations import RelationClassifier
     from halluscope.scene.vg import SceneGraphFormatError
 
     chosen = tuple(t.strip() for t in tasks.split(",") if t.strip())
@@ -158,7 +158,7 @@ def parallel(
     """A parallel form (HQM): yes/no negated with flipped labels, options shuffled, open prompts paraphrased."""
     import asyncio
 
-    from halluscope.build.parallel import build_parallel
+    from halluscope.builders.parallel import build_parallel
 
     if paraphraser not in ("templates", "llm"):
         fail(f"unknown paraphraser {paraphraser!r}; choose templates or llm")
@@ -172,7 +172,7 @@ def parallel(
     async def go() -> Any:
         if paraphraser == "templates":
             return await build_parallel(benchmark, data, out, seed=seed, tasks=chosen)
-        from halluscope.build.paraphrase import LLMParaphraser
+        from halluscope.builders.paraphrase import LLMParaphraser
         from halluscope.llm.client import ChatClient
 
         store = open_cache(cache, no_cache)

@@ -87,7 +87,7 @@ def prove(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
 ) -> None:
     """PROVE-style QA pairs, each kept only if its program, run in the sandbox over the graph, confirms it."""
-    from halluscope.build.prove import BuildOptions, ProveBuildError
+    from halluscope.builders.prove import BuildOptions, ProveBuildError
     from halluscope.embeddings import EmbeddingModelError, load_embedder
     from halluscope.llm.local import is_local
     from halluscope.sandbox import Limits, Sandbox, SandboxUnavailableError
@@ -122,7 +122,7 @@ def prove(
         with Sandbox(limits=limits) as sandbox:
             do_orient = graph_format is GraphFormat.TRI_HE if orient is None else orient
             if verify is not None:
-                from halluscope.build.prove import prepare_graphs
+                from halluscope.builders.prove import prepare_graphs
 
                 _verify(verify, prepare_graphs(graphs, do_orient), sandbox, embedder, answer_threshold, out)
                 return
@@ -165,7 +165,7 @@ def _build(
 ) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from halluscope.build.prove import ProveBuilder, build_prove_async
+    from halluscope.builders.prove import ProveBuilder, build_prove_async
     from halluscope.cli.local_llm import local_llm
     from halluscope.llm.client import stage_client
     from halluscope.llm.local import is_local
@@ -271,7 +271,7 @@ def _verify(
 
     from rich.table import Table
 
-    from halluscope.build.prove import embedding_similarity, verify_qa_file
+    from halluscope.builders.prove import embedding_similarity, verify_qa_file
     from halluscope.jsonio import write_json_atomic
 
     if not path.is_file():

@@ -66,7 +66,7 @@ def run_demo(
     """Build, answer, judge and report; returns the table's rows and where everything was written."""
     from halluscope.benchmarks.base import ScoringContext
     from halluscope.benchmarks.synthetic import SyntheticBenchmark
-    from halluscope.build.synthetic import build_synthetic
+    from halluscope.builders.synthetic import build_synthetic
     from halluscope.cache import Cache
     from halluscope.judges import JUDGES
     from halluscope.models.spec import create_model
@@ -220,7 +220,7 @@ def demo(
 
 def real_answers_note() -> str:
     """The instrument's measured error on hand-labelled real answers, beside the synthetic figures."""
-    from halluscope.quality.real import MEASURED_ON_REAL as m
+    from halluscope.calibration.real import MEASURED_ON_REAL as m
 
     d, p, s = m["default"], m["paper_typed"], m["similarity"]
     return (

@@ -32,7 +32,7 @@ def load_graphs(path: Path, graph_format: GraphFormat, limit_images: int | None 
 
         return load_gqa_scene_graphs(path, limit=limit_images)
     if graph_format is GraphFormat.SYNTHETIC:
-        from halluscope.build.synthetic import load_scenes
+        from halluscope.builders.synthetic import load_scenes
 
         scenes = load_scenes(path)
         return {i: s.graph() for i, s in list(scenes.items())[:limit_images]}

@@ -26,7 +26,7 @@ def synthetic(
     """Render synthetic scenes whose relations are true by construction, with questions of both kinds."""
     from rich.table import Table
 
-    from halluscope.build.synthetic import SyntheticDataError, build_synthetic
+    from halluscope.builders.synthetic import SyntheticDataError, build_synthetic
 
     try:
         summary = build_synthetic(

@@ -84,14 +84,14 @@ def validate_judge(
 ) -> None:
     """How well do judges find hallucinations whose truth is known? Precision, recall, typing, calibration."""
     from halluscope.benchmarks import BENCHMARKS
-    from halluscope.judges import JUDGES
-    from halluscope.quality.validate import (
+    from halluscope.calibration.validate import (
         calibrate_similarity,
         save_calibration,
         synthetic_validation_set,
         tri_he_validation_set,
         validate_judge,
     )
+    from halluscope.judges import JUDGES
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.progress import make_progress
 

@@ -33,9 +33,9 @@ def validate_real(
 ) -> None:
     """Score the labelled answers with each judge, three ways, and print one table."""
     from halluscope.benchmarks.tri_he import TriHE
+    from halluscope.calibration.real import load_real_set, run_real, self_agreement
     from halluscope.claims import EXTRACTORS
     from halluscope.judges import JUDGES
-    from halluscope.quality.real import load_real_set, run_real, self_agreement
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.progress import make_progress
 
@@ -126,7 +126,7 @@ def await_close(component: Any) -> None:
 def print_real(out_console: Any, reports: list[Any], answers: list[Any]) -> None:
     from rich.table import Table
 
-    from halluscope.quality.real import self_agreement
+    from halluscope.calibration.real import self_agreement
 
     dev = sum(a.split == "dev" for a in answers)
     table = Table(

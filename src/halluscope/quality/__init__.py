@@ -1,1 +1,2 @@
-"""Measuring the instrument: known-truth perturbations and judge validation (HQM-style quality checks)."""
+"""HQM: the quality of a hallucination benchmark itself (reliability, validity, coverage, response bias) from
+runs of several models. The instrument's own accuracy lives in :mod:`halluscope.calibration`."""

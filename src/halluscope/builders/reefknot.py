@@ -9,7 +9,7 @@ own question wording:
    the image (the question would not say which one), and relations the lexicon (or the optional LLM)
    cannot place in a category.
 2. **Category**: perception (spatial/prepositional) or cognitive (action/state); see
-   :mod:`halluscope.build.relations`.
+   :mod:`halluscope.builders.relations`.
 3. **Balance**: at most ``max_per_relation`` triplets per relation, spread over images, so that frequent
    relations ("on", "holding") do not dominate the score.
 4. **Questions** from each kept triplet (s, r, o):
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from halluscope.build.relations import (
+from halluscope.builders.relations import (
     COGNITIVE,
     NON_RELATIONS,
     PERCEPTION,
@@ -205,7 +205,7 @@ class BuiltReefknot:
         write_jsonl_atomic(out_dir / "samples.jsonl", (s.model_dump(mode="json") for s in benchmark.samples()))
         problems = verify_build(self)
         info = {
-            "builder": "halluscope.build.reefknot",
+            "builder": "halluscope.builders.reefknot",
             "source": dict(source or {}),
             "options": self.options.as_dict(),
             "counts": self.counts(),

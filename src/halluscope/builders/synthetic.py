@@ -46,7 +46,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from halluscope.build.render import COLOURS, Shape, object_mask, render_image
+from halluscope.builders.render import COLOURS, Shape, object_mask, render_image
 from halluscope.scene.graph import SceneGraph
 
 FORMAT = "halluscope-synthetic"

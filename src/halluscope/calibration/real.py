@@ -1,6 +1,6 @@
 """The instrument on real language: a small hand-labelled set of answers to Tri-HE questions.
 
-The perturbation sets of :mod:`halluscope.quality.validate` are easy by construction (reference triplets
+The perturbation sets of :mod:`halluscope.calibration.validate` are easy by construction (reference triplets
 as true claims, lexical swaps as false ones), so a judge can score 100 % there and still double the
 hallucination rate on real answers. This set is the check against real language. Each answer, to a
 Tri-HE question about one of 25 Tri-HE images, comes with
@@ -15,7 +15,7 @@ Tri-HE question about one of 25 Tri-HE images, comes with
   tuning; reported separately).
 
 Provenance and the labelling protocol (two passes) are in ``docs/calibration.md``; the file is
-``halluscope/quality/data/real.json``.
+``halluscope/calibration/data/real.json``.
 
 :func:`evaluate_real` scores the set three ways — the answers through an extractor and a judge (what a
 run does), the hand-made claims through the judge (no extraction error), and the hand-made claims against
@@ -104,7 +104,7 @@ class RealAnswer(BaseModel):
 
 
 def default_real_path() -> Path:
-    return Path(str(resources.files("halluscope.quality") / "data" / "real.json"))
+    return Path(str(resources.files("halluscope.calibration") / "data" / "real.json"))
 
 
 def load_real_set(path: Path | None = None) -> list[RealAnswer]:

@@ -13,11 +13,11 @@ As the HQM paper builds them (appendix B):
   the released data).
 * **multiple choice** (``Multichoice.jsonl``): the four options are shuffled so that the correct one moves to
   another letter, and the label follows it. Items whose options are not four distinct texts are left out.
-* **POPE, AMBER and HallusionBench** (:mod:`halluscope.build.parallel_yesno`): every yes/no question that
-  :mod:`halluscope.build.negation`'s rules can negate safely, with its label flipped; AMBER's captioning
+* **POPE, AMBER and HallusionBench** (:mod:`halluscope.builders.parallel_yesno`): every yes/no question that
+  :mod:`halluscope.builders.negation`'s rules can negate safely, with its label flipped; AMBER's captioning
   prompt paraphrased.
 * **open prompts** (Reefknot VQA, Tri-HE questions, HQH instructions): paraphrased
-  (:mod:`halluscope.build.paraphrase`: offline templates, or an LLM). Reefknot VQA keeps its answer-format
+  (:mod:`halluscope.builders.paraphrase`: offline templates, or an LLM). Reefknot VQA keeps its answer-format
   sentence, so its answers are scored as before.
 
 Sample ids keep the benchmark's own scheme (Reefknot: line numbers of the new files; Tri-HE and HQH: the
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from halluscope.build.paraphrase import template_paraphrase, verify_paraphrase
+from halluscope.builders.paraphrase import template_paraphrase, verify_paraphrase
 from halluscope.jsonio import write_json_atomic
 from halluscope.scene.names import NEGATORS, PREPOSITIONS
 
@@ -248,7 +248,7 @@ async def build_parallel(benchmark: str, data: Path, out: Path, *, seed: int = 0
     elif benchmark == "hqh":
         await _paraphrase_hqh(Path(data), out, build, rewrite)
     else:
-        from halluscope.build import parallel_yesno
+        from halluscope.builders import parallel_yesno
 
         if benchmark == "pope":
             await parallel_yesno.build_pope(Path(data), out, build)
@@ -360,7 +360,7 @@ def verify_parallel(benchmark: str, data: Path, out: Path, *, share: float = 0.6
     """Every problem found by reading the written parallel form back (see the module docstring)."""
     problems: list[str] = []
     if benchmark in ("pope", "amber", "hallusionbench"):
-        from halluscope.build.parallel_yesno import verify_yes_no
+        from halluscope.builders.parallel_yesno import verify_yes_no
 
         return verify_yes_no(benchmark, Path(data), out, share=share)
     if benchmark == "reefknot":

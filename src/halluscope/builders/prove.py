@@ -470,7 +470,7 @@ def prepare_graphs(graphs: Mapping[str, SceneGraph], orient: bool) -> dict[str, 
     must see the same graphs as the build did."""
     if not orient:
         return dict(graphs)
-    from halluscope.build.reefknot import _oriented_graph
+    from halluscope.builders.reefknot import _oriented_graph
 
     dropped: Counter[str] = Counter()  # relations whose direction cannot be told are left out, as in build reefknot
     return {image_id: _oriented_graph(graph, True, dropped) for image_id, graph in graphs.items()}

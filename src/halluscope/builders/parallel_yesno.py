@@ -1,6 +1,6 @@
 """Parallel forms of the yes/no benchmarks HQM measures: POPE, AMBER and HallusionBench.
 
-Each yes/no question is negated by :mod:`halluscope.build.negation` ("Is there a dog in the image?" →
+Each yes/no question is negated by :mod:`halluscope.builders.negation` ("Is there a dog in the image?" →
 "Is there no dog in the image?") and its label flipped, as in HQM's appendix B. Questions the rules cannot
 negate safely are left out of the parallel form and listed with the reason. AMBER's generative items
 (the captioning prompt) are paraphrased instead, like the other open prompts, and keep their annotations.
@@ -16,7 +16,7 @@ The written folder has the benchmark's own layout, so ``halluscope run -b <bench
 
 Every written item carries ``source_question`` (or ``source_query``) and ``parallel``. :func:`verify_yes_no`
 reads the folder back through the benchmark's loader and checks each sample against its source sample of
-the same id: one negation added and nothing else changed (:func:`~halluscope.build.negation.negation_problem`),
+the same id: one negation added and nothing else changed (:func:`~halluscope.builders.negation.negation_problem`),
 the label flipped, and for AMBER's paraphrased prompts the content words and annotations kept.
 """
 
@@ -27,11 +27,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from halluscope.build.negation import negate_questions, negation_problem
+from halluscope.builders.negation import negate_questions, negation_problem
 from halluscope.jsonio import write_json_atomic
 
 if TYPE_CHECKING:
-    from halluscope.build.parallel import ParallelBuild
+    from halluscope.builders.parallel import ParallelBuild
 
 Paraphrase = Callable[[str, str], Awaitable[tuple[str, str | None]]]
 YES_NO_BENCHMARKS = ("pope", "amber", "hallusionbench")
@@ -131,7 +131,7 @@ async def build_hallusionbench(data: Path, out: Path, build: ParallelBuild) -> N
 def verify_yes_no(benchmark: str, data: Path, out: Path, *, share: float = 0.6) -> list[str]:
     """Every problem found by reading the parallel form back through the benchmark's loader."""
     from halluscope.benchmarks import BENCHMARKS
-    from halluscope.build.paraphrase import verify_paraphrase
+    from halluscope.builders.paraphrase import verify_paraphrase
 
     try:
         original = {s.id: s for s in BENCHMARKS.create(benchmark, data=data).samples()}

@@ -6,7 +6,7 @@ the truth of every claim is known, so the instrument can be measured:
 - **synthetic**: answers of ``sim/hallucinate`` on synthetic scenes (exact scene graphs); each claim is
   true or was falsified by the simulator (object, relation or attribute), and the simulator says which.
 - **tri-he**: each question's ground-truth supporting triplets as claims (true), plus perturbed copies
-  from :func:`halluscope.quality.perturb.perturb_claims` (an object swapped for one not in the image, a
+  from :func:`halluscope.calibration.perturb.perturb_claims` (an object swapped for one not in the image, a
   relation swapped for a false one).
 
 For each injected rate r (default 0, 0.1, 0.2, 0.3, 0.5) every question gets an answer in which each claim
@@ -183,7 +183,7 @@ def synthetic_validation_set(
 
 def _perturb(scene: SceneGraph, claims: list[Claim], kind: str, rng: random.Random) -> list[Claim | None]:
     """One perturbed copy per claim (None where this kind of perturbation is impossible)."""
-    from halluscope.quality.perturb import perturb_claims
+    from halluscope.calibration.perturb import perturb_claims
 
     results = perturb_claims(scene, claims, "object" if kind == "object" else "relation", rng)
     if len(results) != len(claims):

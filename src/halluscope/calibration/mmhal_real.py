@@ -1,6 +1,6 @@
 """MMHal-Bench's judges against real ratings: hand labels made by looking at the photos, and GPT-4o's.
 
-The packaged set ``halluscope/quality/data/mmhal_real.json`` holds real answers of real VLMs (the official
+The packaged set ``halluscope/calibration/data/mmhal_real.json`` holds real answers of real VLMs (the official
 example responses shipped with MMHal-Bench) to MMHal-Bench questions, each labelled by a person who looked
 at the photo and read the question, the reference answer and the answer: ``hallucinated`` (the answer
 states something false about the photo) and a ``rating`` on the benchmark's 0–6 scale. Labels were made
@@ -47,7 +47,7 @@ class MMHalLabel(BaseModel):
 
 
 def default_labels_path() -> Path:
-    return Path(str(resources.files("halluscope.quality") / "data" / "mmhal_real.json"))
+    return Path(str(resources.files("halluscope.calibration") / "data" / "mmhal_real.json"))
 
 
 def load_labels(path: Path | None = None, split: str | None = None) -> list[MMHalLabel]:

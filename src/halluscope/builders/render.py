@@ -1,6 +1,6 @@
 """Drawing synthetic scenes with Pillow: a few flat object kinds, each in a colour and a size.
 
-Rendering is kept apart from layout (``halluscope.build.synthetic``) so that the geometry that makes a
+Rendering is kept apart from layout (``halluscope.builders.synthetic``) so that the geometry that makes a
 relation true is decided in one place and the pixels merely follow it. Every kind fills its bounding box
 exactly (touching all four sides), so "the ball is on the box" can be checked from the boxes alone, and
 :func:`object_mask` gives the pixels an object covers, so tests can check occlusion on the image itself.
