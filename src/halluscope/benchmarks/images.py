@@ -24,6 +24,7 @@ __all__ = [
     "check_missing_policy",
     "find_image",
     "image_spec",
+    "missing_images",
     "needs_image",
 ]
 
@@ -64,29 +65,40 @@ def needs_image(sample: Sample) -> bool:
     return not sample.metadata.get(TEXT_ONLY)
 
 
-def image_spec(folder: Path | None, samples: Iterable[Sample], missing_images: str = "refuse") -> dict[str, Any]:
+def missing_images(samples: Iterable[Sample]) -> dict[str, str]:
+    """Sample id → why its image is missing (the path looked for, or that no images folder was given), over
+    the samples that need one; each distinct path is looked up once."""
+    missing: dict[str, str] = {}
+    exists: dict[str, bool] = {}
+    for sample in samples:
+        if not needs_image(sample):
+            continue
+        path = sample.image_path
+        if path is None:
+            missing[sample.id] = "no image path (no images folder given)"
+            continue
+        if path not in exists:
+            exists[path] = Path(path).is_file()
+        if not exists[path]:
+            missing[sample.id] = f"image not found: {path}"
+    return missing
+
+
+def image_spec(folder: Path | None, samples: Iterable[Sample], policy: str = "refuse") -> dict[str, Any]:
     """What spec.json records about images: the folder, and how many needed images were found.
 
     Only written when a folder is given, so a responses-file run (no images needed) keeps its spec.
+    ``policy`` is the benchmark's ``missing_images`` option, recorded when not the default.
     """
     if folder is None:
         return {}
-    needed = found = text_only = 0
-    seen: dict[str, bool] = {}
-    for sample in samples:
-        if not needs_image(sample):
-            text_only += 1
-            continue
-        needed += 1
-        path = sample.image_path
-        if path is None:
-            continue
-        if path not in seen:
-            seen[path] = Path(path).is_file()
-        found += seen[path]
+    selected = list(samples)
+    needed = sum(1 for s in selected if needs_image(s))
+    text_only = len(selected) - needed
+    found = needed - len(missing_images(selected))
     spec: dict[str, Any] = {"images": str(folder), "images_found": found, "images_needed": needed}
     if text_only:
         spec["text_only_samples"] = text_only
-    if missing_images != "refuse":
-        spec["missing_images"] = missing_images
+    if policy != "refuse":
+        spec["missing_images"] = policy
     return spec

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import check_missing_policy
+from halluscope.benchmarks.images import check_missing_policy, find_image, image_spec
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
@@ -246,16 +246,12 @@ class MMHal(Benchmark):
         return read_template(self.path)
 
     def _image_path(self, record: dict[str, Any]) -> Path | None:
-        if self.images is None:
-            return None
         name = image_file_name(record)
-        candidates = [self.images / name] if name else []
+        names = [name] if name else []
         if isinstance(record.get("image_id"), str):
-            candidates.append(self.images / f"{record['image_id']}.jpg")
-        for candidate in candidates:
-            if candidate.is_file():
-                return candidate
-        return candidates[0] if candidates else None
+            names.append(f"{record['image_id']}.jpg")
+        found = find_image(self.images, names)
+        return Path(found) if found else None
 
     def _sample(self, position: int, record: Any) -> Sample:
         if not isinstance(record, dict):
@@ -301,12 +297,11 @@ class MMHal(Benchmark):
         return {
             "benchmark": self.name,
             "data": str(self.path),
-            "images": str(self.images) if self.images else None,
             "types": self.types,
             "limit": self.limit,
             "items_with_a_problem": sum(1 for s in samples if s.metadata.get("problem")),
-            "images_missing": sum(1 for s in samples if s.metadata.get("image_missing")),
-            **({"missing_images": self.missing_images} if self.missing_images != "refuse" else {}),
+            # images_found / images_needed, as every benchmark records them (resuming ignores the counts)
+            **image_spec(self.images, samples, self.missing_images),
         }
 
     def read_responses(

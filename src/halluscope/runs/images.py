@@ -13,9 +13,8 @@ Models that are shown no image (the ``blind`` and ``scene-oracle`` baselines, ``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-from halluscope.benchmarks.images import needs_image
+from halluscope.benchmarks.images import missing_images, needs_image
 from halluscope.models.base import Model
 from halluscope.stages import Benchmark
 from halluscope.types import Sample
@@ -28,24 +27,6 @@ SHOWN = 5
 
 class MissingImagesError(RuntimeError):
     """Selected samples lack the image the model must see; the message says how many and which."""
-
-
-def missing_images(samples: Sequence[Sample]) -> dict[str, str]:
-    """Sample id → why its image is missing (the path looked for, or that no images folder was given)."""
-    missing: dict[str, str] = {}
-    exists: dict[str, bool] = {}
-    for sample in samples:
-        if not needs_image(sample):
-            continue
-        path = sample.image_path
-        if path is None:
-            missing[sample.id] = "no image path (no images folder given)"
-            continue
-        if path not in exists:
-            exists[path] = Path(path).is_file()
-        if not exists[path]:
-            missing[sample.id] = f"image not found: {path}"
-    return missing
 
 
 def check_images(benchmark: Benchmark, model: Model, samples: Sequence[Sample]) -> dict[str, str]:
