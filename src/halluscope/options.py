@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["check_options"]
+__all__ = ["check_options", "split_csv"]
 
 
 def check_options(component: str, unknown: Mapping[str, Any] | Iterable[str], known: Iterable[str]) -> None:
@@ -18,3 +18,10 @@ def check_options(component: str, unknown: Mapping[str, Any] | Iterable[str], kn
     if names:
         takes = ", ".join(sorted(known)) or "(none)"
         raise ValueError(f"{component}: unknown option(s) {', '.join(names)}; it takes: {takes}")
+
+
+def split_csv(value: Any) -> list[str]:
+    """A list option as given: a comma list on the command line (``types=count,OCR``), or a list in Python."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]

@@ -83,6 +83,22 @@ class Judge(ABC):
         """Release clients or models."""
 
 
+class AnswerJudge(Judge):
+    """A judge of whole answers (HQH, MMHal-Bench) rather than of claims: its benchmark calls its own grading
+    method, and ``judge_many`` (claim verdicts) fails every item, naming the benchmark it belongs to."""
+
+    #: The benchmark whose answers it grades, as named to users and on the command line.
+    answers_of: ClassVar[str]
+    benchmark_option: ClassVar[str]
+
+    async def judge_many(self, items: Sequence[JudgeItem]) -> list[list[Verdict] | Failure]:
+        reason = (
+            f"judge {self.name!r} grades whole {self.answers_of} answers, not claims; use it with "
+            f"--benchmark {self.benchmark_option}"
+        )
+        return [Failure(reason) for _ in items]
+
+
 @dataclass
 class ScoringContext:
     """What a benchmark may use to score: the chosen extractor and judge, and the shared cache."""

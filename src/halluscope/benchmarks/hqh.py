@@ -42,7 +42,7 @@ from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.judges.hqh_rules import empty_answer, parse_numbers
-from halluscope.options import check_options
+from halluscope.options import check_options, split_csv
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure
@@ -272,12 +272,6 @@ def load_hqh_answers(
 # -- the benchmark ---------------------------------------------------------------------------------------------
 
 
-def _split_csv(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]
-
-
 class HQH(Benchmark):
     """The HQH benchmark: one judged verdict per answer, hallucination rates per type and overall."""
 
@@ -319,7 +313,7 @@ class HQH(Benchmark):
             data=Path(data) if data is not None else None,
             images=Path(options["images"]) if options.get("images") else None,
             image_data=Path(options["image_data"]) if options.get("image_data") else None,
-            types=_split_csv(options["types"]) if options.get("types") else None,
+            types=split_csv(options["types"]) if options.get("types") else None,
             limit=int(options["limit"]) if options.get("limit") is not None else None,
             missing_images=str(options.get("missing_images", "refuse")),
         )

@@ -41,7 +41,7 @@ from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
 from halluscope.metrics.mmhal import TYPES
-from halluscope.options import check_options
+from halluscope.options import check_options, split_csv
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
 from halluscope.stages import Failure
 from halluscope.types import Response, Sample, SampleRecord
@@ -187,12 +187,6 @@ def load_mmhal_answers(
 # -- the benchmark ---------------------------------------------------------------------------------------------
 
 
-def _split_csv(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [str(v) for v in value]
-
-
 class MMHal(Benchmark):
     """MMHal-Bench: one 0–6 rating per answer; average score and hallucination rate, per question type."""
 
@@ -236,7 +230,7 @@ class MMHal(Benchmark):
         return cls(
             data=Path(data) if data is not None else None,
             images=Path(options["images"]) if options.get("images") else None,
-            types=_split_csv(options["types"]) if options.get("types") else None,
+            types=split_csv(options["types"]) if options.get("types") else None,
             limit=int(options["limit"]) if options.get("limit") is not None else None,
             missing_images=str(options.get("missing_images", "refuse")),
         )

@@ -43,8 +43,7 @@ from halluscope.llm.client import LLMAuthError, LLMError, stage_client
 from halluscope.llm.replies import json_object
 from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
-from halluscope.stages import Failure, Judge, JudgeItem
-from halluscope.types import Verdict
+from halluscope.stages import AnswerJudge, Failure
 
 __all__ = [
     "HQHItem",
@@ -118,16 +117,15 @@ class HQHJudgement:
         }
 
 
-class HQHJudge(Judge):
+class HQHJudge(AnswerJudge):
     """A judge of whole HQH answers. ``judge_many`` (claim verdicts) does not apply and says so."""
+
+    answers_of = "HQH"
+    benchmark_option = "hqh"
 
     @abstractmethod
     async def judge_answers(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
         """One judgement per answer, in order; a :class:`Failure` where judging failed (redone on resume)."""
-
-    async def judge_many(self, items: Sequence[JudgeItem]) -> list[list[Verdict] | Failure]:
-        reason = f"judge {self.name!r} judges whole HQH answers, not claims; use it with --benchmark hqh"
-        return [Failure(reason) for _ in items]
 
 
 # -- prompts ---------------------------------------------------------------------------------------------------

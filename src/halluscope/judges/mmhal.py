@@ -32,8 +32,7 @@ from typing import Any
 from halluscope.cache import Cache, content_key
 from halluscope.llm.client import LLMAuthError, LLMError, stage_client
 from halluscope.options import check_options
-from halluscope.stages import Failure, Judge, JudgeItem
-from halluscope.types import Verdict
+from halluscope.stages import AnswerJudge, Failure
 
 __all__ = [
     "HALLUCINATION_BELOW",
@@ -85,16 +84,15 @@ class MMHalRating:
         }
 
 
-class MMHalJudge(Judge):
+class MMHalJudge(AnswerJudge):
     """A judge of whole MMHal-Bench answers. ``judge_many`` (claim verdicts) does not apply and says so."""
+
+    answers_of = "MMHal-Bench"
+    benchmark_option = "mmhal"
 
     @abstractmethod
     async def rate_answers(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
         """One rating per answer, in order; a :class:`Failure` where the call failed (redone on resume)."""
-
-    async def judge_many(self, items: Sequence[JudgeItem]) -> list[list[Verdict] | Failure]:
-        reason = f"judge {self.name!r} rates whole MMHal-Bench answers, not claims; use it with --benchmark mmhal"
-        return [Failure(reason) for _ in items]
 
 
 # -- parsing ---------------------------------------------------------------------------------------------------
