@@ -137,6 +137,10 @@ def known_sample_ids(name: str, data: Path | None, options: Mapping[str, Any], b
     return {s.id for s in create_benchmark(name, data, unlimited).samples()}
 
 
+#: The extractors and judges that call an OpenAI-compatible endpoint: those ``--base-url`` (``base_url=``) is for.
+ENDPOINT_STAGES = ("llm", "hqh-llm", "vlm", "mmhal-llm")
+
+
 def create_stage(
     registry: Any,
     kind: str,
@@ -162,7 +166,7 @@ def create_stage(
     opts = dict(options)
     if is_local(opts.get("model")):
         opts = _local_options(registry, kind, chosen, opts, local)
-    elif base_url and chosen in ("llm", "hqh-llm", "vlm", "mmhal-llm"):
+    elif base_url and chosen in ENDPOINT_STAGES:
         opts.setdefault("base_url", base_url)
     try:
         return registry.create(chosen, cache=cache, **opts)
@@ -498,7 +502,7 @@ def _evaluate(
             [
                 s
                 for s, (name, opts) in chosen.items()
-                if not is_local(opts.get("model")) and name in ("llm", "hqh-llm", "mmhal-llm")
+                if not is_local(opts.get("model")) and name in ENDPOINT_STAGES
             ],
         )
         if conflict:

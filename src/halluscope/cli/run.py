@@ -88,6 +88,7 @@ def run(
 ) -> None:
     """Score answers on a benchmark: extract claims, judge them, and write spec, samples and metrics."""
     from halluscope.api import (
+        ENDPOINT_STAGES,
         EvaluationError,
         create_benchmark,
         create_stage,
@@ -152,7 +153,7 @@ def run(
             if is_local(stage_model or parse_options(stage_opts, f"--{stage}-opt").get("model")):
                 local_stages.append(stage)
             else:
-                llm_stage = llm_stage or (chosen_name or default_name) in ("llm", "hqh-llm", "vlm", "mmhal-llm")
+                llm_stage = llm_stage or (chosen_name or default_name) in ENDPOINT_STAGES
             continue
         given = [
             flag
