@@ -36,6 +36,7 @@ from halluscope.runs.differences import (
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
 from halluscope.runs.store import (
     METRICS_FILE,
+    SAMPLES_FILE,
     SPEC_FILE,
     RecordWriter,
     RunDirError,
@@ -154,11 +155,15 @@ def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] 
             )
 
 
+#: What scoring writes in a run directory (removed by ``overwrite``).
+RUN_FILES = (SPEC_FILE, SAMPLES_FILE, METRICS_FILE)
+
+
 def discard_run(out_dir: Path) -> None:
     """Remove what a run (and a collection of the model's answers) left in ``out_dir`` (``--overwrite``)."""
     from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPOND_META_FILE, RESPONSES_FILE
 
-    for name in (SPEC_FILE, "samples.jsonl", METRICS_FILE, RESPONSES_FILE, RESPOND_META_FILE, RESPOND_ERRORS_FILE):
+    for name in (*RUN_FILES, RESPONSES_FILE, RESPOND_META_FILE, RESPOND_ERRORS_FILE):
         (Path(out_dir) / name).unlink(missing_ok=True)
 
 
@@ -201,7 +206,7 @@ async def run_benchmark_async(
     out_dir.mkdir(parents=True, exist_ok=True)
     spec = build_spec(benchmark, ctx, spec_extra)
     if overwrite:
-        for name in (SPEC_FILE, "samples.jsonl", METRICS_FILE):
+        for name in RUN_FILES:
             (out_dir / name).unlink(missing_ok=True)
     if (out_dir / SPEC_FILE).exists():
         check_run_dir(out_dir, spec)
