@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 RESPONSES_FILE = "responses.jsonl"
 RESPOND_META_FILE = "respond.json"
 RESPOND_ERRORS_FILE = "respond-errors.jsonl"
+#: How ``respond-errors.jsonl`` marks a sample never asked for want of its image (``missing_images=fail``).
+MISSING_IMAGE = "MissingImage"
 #: Default answer length; long enough for Tri-HE's open questions, short enough to keep runs cheap.
 DEFAULT_MAX_TOKENS = 512
 
@@ -80,7 +82,7 @@ def read_respond_errors(out_dir: Path) -> dict[str, str]:
     for line in iter_jsonl(path):
         if line.ok and isinstance(line.value, dict) and isinstance(line.value.get("id"), str):
             error = str(line.value.get("error", ""))
-            if not error.startswith("MissingImage:"):
+            if not error.startswith(f"{MISSING_IMAGE}:"):
                 errors[line.value["id"]] = error
     return errors
 
@@ -312,7 +314,8 @@ async def collect_responses(
     pending = [s for s in samples if s.id not in existing and s.id not in no_image]
 
     # Never asked: the model would answer without the image (missing_images=fail). Retried next run.
-    failures: dict[str, str] = {i: f"MissingImage: {why}" for i, why in no_image.items() if i not in existing}
+    failures: dict[str, str] = {i: f"{MISSING_IMAGE}: {why}" for i, why in no_image.items() if i not in existing}
+    unasked = len(failures)
     fatal: list[BaseException] = []  # an endpoint that cannot serve anything: stop asking
     new: dict[str, Response] = {}
     owns_progress = progress is None
@@ -382,7 +385,6 @@ async def collect_responses(
         "cached_now": sum(1 for r in new.values() if r.metadata.get("cached")),
         "failed": len(failures),
     }
-    unasked = sum(1 for i in no_image if i not in existing)
     if unasked:
         meta["counts"]["missing_images"] = unasked  # among "failed": never asked, for want of the image
     meta["warnings"] = warnings[:50]
