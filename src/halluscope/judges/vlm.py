@@ -198,9 +198,9 @@ class VLMJudge(HQHJudge):
 
     def _image_part(self, image_path: str) -> dict[str, Any]:
         """The photo as an OpenAI ``image_url`` part; raises ValueError (naming the file) if unreadable."""
-        from halluscope.models.images import image_data_url
+        from halluscope.models.images import image_part
 
-        return {"type": "image_url", "image_url": {"url": image_data_url(image_path, max_side=self.max_side)}}
+        return image_part(image_path, max_side=self.max_side)
 
     def claim_messages(self, image_path: str, item: JudgeItem, claim: Claim) -> list[dict[str, Any]]:
         text = CLAIM_PROMPT.format(context=context_prompt(item.scene), claim=render_claim(claim))

@@ -14,7 +14,7 @@ import io
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # Pillow is a core dependency, but imported lazily to keep `import halluscope` fast
     from PIL.Image import Image
@@ -130,6 +130,14 @@ def image_data_url(
     url = f"data:{_MIME[fmt]};base64,{encoded}"
     _memo.put(key, url)
     return url
+
+
+def image_part(
+    path: str | Path, *, max_side: int | None = DEFAULT_MAX_SIDE, image_format: str = "jpeg"
+) -> dict[str, Any]:
+    """The image as an OpenAI chat ``image_url`` content part (a model's question, a VLM judge's prompt)."""
+    url = image_data_url(path, max_side=max_side, image_format=image_format)
+    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def decode_data_url(url: str) -> tuple[str, bytes]:

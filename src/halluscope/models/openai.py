@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from halluscope.cache import Cache
 from halluscope.llm import ChatClient, ChatResult, LLMBadRequestError
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model, TokenStep
-from halluscope.models.images import DEFAULT_MAX_SIDE, image_data_url
+from halluscope.models.images import DEFAULT_MAX_SIDE, image_part
 
 
 class OpenAIModel(Model):
@@ -111,15 +111,7 @@ class OpenAIModel(Model):
     def _content(self, turn: ChatTurn) -> str | list[dict[str, Any]]:
         if not turn.images or self.text_only:
             return turn.text
-        parts: list[dict[str, Any]] = [
-            {
-                "type": "image_url",
-                "image_url": {
-                    "url": image_data_url(p, max_side=self.max_side, image_format=self.image_format)
-                },
-            }
-            for p in turn.images
-        ]
+        parts = [image_part(p, max_side=self.max_side, image_format=self.image_format) for p in turn.images]
         parts.append({"type": "text", "text": turn.text})
         return parts
 
