@@ -26,10 +26,10 @@ import hashlib
 import re
 from abc import abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from halluscope.cache import Cache, content_key
+from halluscope.cache import Cache
 from halluscope.llm.client import LLMAuthError, LLMError, stage_client
 from halluscope.options import check_options
 from halluscope.stages import AnswerJudge, Failure
@@ -174,8 +174,6 @@ DEFAULT_MAX_TOKENS = 200
 _OPTIONS = ("model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_tokens", "rating_first", "cache")
 #: max_tokens when the rating comes first: the rating line and a few words.
 RATING_FIRST_MAX_TOKENS = 24
-#: Cache namespace of the judge's parseable replies (unparseable ones are not kept: a resume asks again).
-CACHE_NAMESPACE = "mmhal-llm"
 
 
 def render_prompt(item: MMHalItem, *, rating_first: bool = False) -> str:
@@ -201,7 +199,6 @@ class CallStats:
     completion_tokens: int = 0
     unparseable: int = 0
     cached: int = 0
-    latencies: list[float] = field(default_factory=list)
 
 
 class MMHalLLMJudge(MMHalJudge):
@@ -233,9 +230,7 @@ class MMHalLLMJudge(MMHalJudge):
             raise ValueError(f"judge 'mmhal-llm': max_tokens must be positive, got {max_tokens}")
         default_tokens = RATING_FIRST_MAX_TOKENS if rating_first else DEFAULT_MAX_TOKENS
         self.max_tokens = int(max_tokens) if max_tokens is not None else default_tokens
-        self.cache = cache
         self.stats = CallStats()
-        # The client caches nothing itself: this judge keeps only the replies that hold a rating.
         self.client = stage_client(
             "judge 'mmhal-llm'",
             model=model,
@@ -243,7 +238,7 @@ class MMHalLLMJudge(MMHalJudge):
             api_key_env=api_key_env,
             concurrency=int(concurrency),
             timeout_s=float(timeout_s),
-            cache=None,
+            cache=cache,
         )
 
     def identity(self) -> dict[str, Any]:
@@ -260,28 +255,25 @@ class MMHalLLMJudge(MMHalJudge):
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
     async def _one(self, item: MMHalItem) -> MMHalRating | Failure:
-        messages = self.messages(item)
-        key = content_key(self.identity(), messages)
-        if self.cache is not None:
-            hit = self.cache.get(CACHE_NAMESPACE, key)
-            if isinstance(hit, str):
-                self.stats.calls += 1
-                self.stats.cached += 1
-                return parse_rating(hit)
         try:
-            result = await self.client.chat(messages, temperature=0.0, max_tokens=self.max_tokens)
+            # Only replies that hold a rating are cached: a resumed run asks again for the others.
+            result = await self.client.chat(
+                self.messages(item), temperature=0.0, max_tokens=self.max_tokens,
+                keep=lambda reply: parse_rating(reply.text).rating is not None,
+            )  # fmt: skip
         except LLMAuthError:
             raise
         except LLMError as error:
             return Failure(f"judge call failed: {error}")
         self.stats.calls += 1
-        self.stats.prompt_tokens += int(result.usage.get("prompt_tokens", 0))
-        self.stats.completion_tokens += int(result.usage.get("completion_tokens", 0))
+        if result.cached:
+            self.stats.cached += 1
+        else:
+            self.stats.prompt_tokens += int(result.usage.get("prompt_tokens", 0))
+            self.stats.completion_tokens += int(result.usage.get("completion_tokens", 0))
         rating = parse_rating(result.text)
         if rating.rating is None:
             self.stats.unparseable += 1
-        elif self.cache is not None:
-            self.cache.put(CACHE_NAMESPACE, key, result.text)
         return rating
 
     async def rate_answers(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
