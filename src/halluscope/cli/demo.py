@@ -229,7 +229,9 @@ def real_answers_note() -> str:
         f"the default offline judge ({d['config']}) correlates r = {d['pearson']:.2f} with the human 1-5 scores "
         f"(held-out images {d['heldout']:.2f}) and measures a mean rate of {d['mean_rate']:.1f} % against "
         f"{m['labelled_mean_rate']:.1f} % labelled; {p['config']}: r = {p['pearson']:.2f}, {p['mean_rate']:.1f} %; "
-        f"{s['config']}: r = {s['pearson']:.2f}, {s['mean_rate']:.1f} %. Reproduce: {m['command']}"
+        f"{s['config']}: r = {s['pearson']:.2f}, {s['mean_rate']:.1f} %. The rules were tuned while looking at "
+        "that set, so these figures are optimistic: docs/calibration.md says which figures the tuning saw. "
+        f"Reproduce: {m['command']}"
     )
 
 
