@@ -396,7 +396,7 @@ def _evaluate(
 
     from halluscope.cache import Cache
     from halluscope.claims import EXTRACTORS
-    from halluscope.judges import ENTAILMENT_JUDGES, JUDGES
+    from halluscope.judges import judge_registry
     from halluscope.runs.runner import StageFailureError, discard_run, run_benchmark
     from halluscope.runs.store import RunDirError
     from halluscope.stages import ScoringContext
@@ -485,7 +485,7 @@ def _evaluate(
                 f"the {bench.name} benchmark uses no {stage} for the selected samples, so {stage} options "
                 "would change nothing; leave them out"
             )
-    judges = ENTAILMENT_JUDGES if bench.judge_kind == "entailment" else JUDGES
+    judges = judge_registry(bench.judge_kind)
     from halluscope.llm.local import LocalLLM, is_local
 
     chosen = {  # stage -> (component name, its options), for the stages this benchmark uses

@@ -99,7 +99,7 @@ def run(
     from halluscope.benchmarks import ScoringContext
     from halluscope.claims import EXTRACTORS
     from halluscope.cli.local_llm import local_llm
-    from halluscope.judges import ENTAILMENT_JUDGES, JUDGES
+    from halluscope.judges import judge_registry
     from halluscope.llm.local import is_local
     from halluscope.registry import UnknownComponentError
     from halluscope.report.table import metrics_table
@@ -283,7 +283,7 @@ def run(
             "and left out of the rates.[/yellow]"
         )
 
-    judges = ENTAILMENT_JUDGES if bench.judge_kind == "entailment" else JUDGES
+    judges = judge_registry(bench.judge_kind)
     # --judge-model local / --extractor-model local: one packaged server, stopped however the run ends.
     with local_llm() as local:
         ctx = ScoringContext(

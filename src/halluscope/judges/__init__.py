@@ -38,4 +38,17 @@ ENTAILMENT_JUDGES: Registry[Judge] = Registry(
     },
 )
 
-__all__ = ["ENTAILMENT_JUDGES", "JUDGES"]
+
+
+def judge_registry(kind: str) -> Registry[Judge]:
+    """The judges that fill the judge slot of a benchmark whose ``judge_kind`` is ``kind``.
+
+    One function, so the orchestrator never needs to know which kinds of judges exist.
+    """
+    registries = {"claims": JUDGES, "entailment": ENTAILMENT_JUDGES}
+    if kind not in registries:
+        raise ValueError(f"no judges of kind {kind!r}; known kinds: {', '.join(sorted(registries))}")
+    return registries[kind]
+
+
+__all__ = ["ENTAILMENT_JUDGES", "JUDGES", "judge_registry"]
