@@ -1,8 +1,9 @@
 """The Python API: :func:`evaluate` runs what ``halluscope run`` runs; :func:`load_run` reads a finished run.
 
-Both return an :class:`EvaluationResult`. The set-up steps (benchmark, stages, answers) live here as plain
-functions that raise :class:`EvaluationError`, and ``halluscope run`` calls the same functions, so the
-CLI and the API cannot drift apart: for the same inputs they write the same ``metrics.json``.
+Both return an :class:`EvaluationResult`. :func:`evaluate` turns its arguments into the same
+:class:`~halluscope.runs.config.RunConfig` that ``halluscope run`` builds from its flags, and hands it to
+the same orchestrator (:func:`halluscope.runs.evaluation.execute`), so the CLI and the API cannot drift
+apart: for the same inputs they write the same ``metrics.json``.
 
 Notebooks run an event loop already, and ``asyncio.run`` refuses to start inside one; :func:`evaluate`
 then runs the whole evaluation in a worker thread with its own loop, so the same call works in a script
@@ -14,21 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from halluscope.runs.config import EvaluationError, RunConfig, StageChoice
 from halluscope.types import MetricsReport, Response, SampleRecord
 
-if TYPE_CHECKING:
-    from halluscope.cache import Cache
-    from halluscope.llm.local import LocalLLM
-    from halluscope.responses import ResponsesFile
-    from halluscope.stages import Benchmark
-
 __all__ = ["EvaluationError", "EvaluationResult", "evaluate", "load_run"]
-
-
-class EvaluationError(ValueError):
-    """The evaluation could not be set up (unknown component, bad option, unreadable responses, ...)."""
 
 
 @dataclass(frozen=True)
@@ -115,172 +107,27 @@ def load_run(run_dir: str | Path) -> EvaluationResult:
     return EvaluationResult(run_dir=path, report=report)
 
 
-# --- the set-up steps shared with ``halluscope run`` -------------------------------------------------
+# --- evaluate -------------------------------------------------------------------------------------------
 
-
-def create_benchmark(name: str, data: Path | None, options: Mapping[str, Any]) -> Benchmark:
-    from halluscope.benchmarks import BENCHMARKS
-    from halluscope.registry import UnknownComponentError
-
-    try:
-        bench: Benchmark = BENCHMARKS.create(name, data=data, **dict(options))
-    except (UnknownComponentError, ValueError, OSError, TypeError) as error:
-        raise EvaluationError(str(error)) from error
-    return bench
-
-
-def known_sample_ids(name: str, data: Path | None, options: Mapping[str, Any], bench: Benchmark) -> set[str]:
-    """Every id of the benchmark: answers to samples outside a ``limit`` selection are not "unknown"."""
-    if "limit" not in options:
-        return {s.id for s in bench.samples()}
-    unlimited = {k: v for k, v in options.items() if k != "limit"}
-    return {s.id for s in create_benchmark(name, data, unlimited).samples()}
-
-
-#: The extractors and judges that call an OpenAI-compatible endpoint: those ``--base-url`` (``base_url=``) is for.
-ENDPOINT_STAGES = ("llm", "hqh-llm", "vlm", "mmhal-llm")
-
-
-def create_stage(
-    registry: Any,
-    kind: str,
-    name: str | None,
-    default: str | None,
-    options: Mapping[str, Any],
-    *,
-    cache: Cache,
-    base_url: str | None = None,
-    local: LocalLLM | None = None,
-) -> Any:
-    """The extractor or judge ``name`` (else the benchmark's ``default``), or None when neither is set.
-
-    A ``model`` option ``local`` points an LLM stage at ``local``'s packaged server (started now if it is
-    not running yet); ``base_url``, the endpoint of every LLM stage, then goes to the others only.
-    """
-    from halluscope.llm.local import is_local
-    from halluscope.registry import UnknownComponentError
-
-    chosen = name or default
-    if chosen is None:
-        return None
-    opts = dict(options)
-    if is_local(opts.get("model")):
-        opts = _local_options(registry, kind, chosen, opts, local)
-    elif base_url and chosen in ENDPOINT_STAGES:
-        opts.setdefault("base_url", base_url)
-    try:
-        return registry.create(chosen, cache=cache, **opts)
-    except (UnknownComponentError, ValueError, TypeError) as error:
-        raise EvaluationError(f"{kind} {chosen!r}: {error}") from error
-
-
-def takes_endpoint(registry: Any, name: str) -> bool:
-    """Whether the component ``name`` talks to an LLM endpoint (its factory takes a ``base_url``)."""
-    import inspect
-
-    from halluscope.registry import UnknownComponentError
-
-    try:
-        return "base_url" in inspect.signature(registry.factory(name)).parameters
-    except (UnknownComponentError, ValueError, TypeError):
-        return False
-
-
-def _local_options(
-    registry: Any, kind: str, chosen: str, opts: dict[str, Any], local: LocalLLM | None
-) -> dict[str, Any]:
-    from halluscope.llm.offline import LocalServerError, OfflineModelError
-
-    if not takes_endpoint(registry, chosen):
-        raise EvaluationError(
-            f"{kind} {chosen!r} uses no LLM, so model 'local' (the packaged LLM) does not apply to it; "
-            f"choose an LLM {kind} (e.g. llm) or name a model it takes"
-        )
-    if local is None:
-        raise EvaluationError(f"{kind} {chosen!r}: model 'local' cannot be started here")
-    try:
-        return local.stage_options(f"{kind} {chosen!r}", opts)
-    except (ValueError, LocalServerError, OfflineModelError) as error:
-        raise EvaluationError(str(error)) from error
-
-
-def local_base_url_conflict(local_stages: Iterable[str], other_llm_stages: Iterable[str]) -> str | None:
-    """Why a run-wide ``base_url`` cannot be used, when every LLM stage it would reach says ``local``."""
-    local_list, others = list(local_stages), list(other_llm_stages)
-    if not local_list or others:
-        return None
-    which = " and ".join(f"the {stage}" for stage in local_list)
-    return (
-        f"model 'local' starts the packaged model on a server of its own for {which}, and --base-url names "
-        "another endpoint for the same stage; give one of the two (for a server you run yourself, "
-        "`halluscope serve` prints a --base-url and a model name to use instead of 'local')"
-    )
-
-
-def read_answers(
-    bench: Benchmark, path: Path, *, benchmark_ids: set[str] | None, key: str | None
-) -> ResponsesFile:
-    """The answers in ``path`` as the benchmark reads them; an :class:`EvaluationError` naming the file when
-    it cannot be read (missing, not text, bad JSON) or holds no answer to any selected sample."""
-    from halluscope.responses import ResponsesError
-
-    path = Path(path)
-    try:
-        loaded = bench.read_responses(path, benchmark_ids=benchmark_ids, key=key)
-    except UnicodeDecodeError as error:
-        raise EvaluationError(
-            f"{path}: not a UTF-8 text file (byte {error.start}: {error.reason}); give the answers as JSON or "
-            "JSONL text"
-        ) from error
-    except (ResponsesError, ValueError, OSError) as error:
-        message = str(error)
-        named = str(path) in message or path.name in message
-        raise EvaluationError(message if named else f"{path}: {message}") from error
-    # A file that defines its own items (a VLMEvalKit POPE sheet) is measured on those.
-    selected = {s.id for s in loaded.items} if loaded.items else {s.id for s in bench.samples()}
-    if not any(sample_id in selected for sample_id in loaded.responses):
-        if not loaded.responses:
-            why = "holds no answer" if not loaded.problems else f"holds no usable answer ({loaded.problems[0]})"
-        else:
-            example = next(iter(loaded.responses))
-            why = (
-                f"answers none of the {len(selected)} selected {bench.name} samples ({len(loaded.responses)} "
-                f"answer(s) for other ids, e.g. {example!r})"
-            )
-        raise EvaluationError(f"{path} {why}; nothing would be measured")
-    return loaded
-
-
-def write_responses(responses: Iterable[Response | Mapping[str, Any]], path: Path) -> Path:
-    """In-memory answers → a halluscope JSONL file, read back through the same reader as ``--responses``."""
-    from halluscope.jsonio import write_jsonl_atomic
-
-    rows: list[dict[str, Any]] = []
-    for index, item in enumerate(responses):
-        if isinstance(item, Response):
-            rows.append(item.model_dump(mode="json", exclude_none=True))
-        elif isinstance(item, Mapping):
-            rows.append(dict(item))
-        else:
-            raise EvaluationError(
-                f"responses[{index}]: expected a dict or a halluscope.Response, got {type(item).__name__}"
-            )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_jsonl_atomic(path, rows)
-    return path
-
-
-def _check_out(out_dir: Path, fields: Mapping[str, Any], overwrite: bool) -> None:
-    """Refuse, before any answer is collected or written, an ``out`` that holds another run."""
-    from halluscope.runs.runner import check_run_dir
-    from halluscope.runs.store import RunDirError
-
-    if overwrite:
-        return
-    try:
-        check_run_dir(out_dir, fields, tuple(fields))
-    except RunDirError as error:
-        raise EvaluationError(str(error).replace("--out", "out=").replace("--overwrite", "overwrite=True")) from error
+#: Keyword options of :func:`evaluate`, besides the named parameters; each mirrors a ``halluscope run`` flag.
+_OPTIONS = {
+    "bench_options": "--bench-opt key=value, as a mapping",
+    "extractor_options": "--extractor-opt (``model`` here is --extractor-model)",
+    "judge_options": "--judge-opt (``model`` here is --judge-model)",
+    "model_options": "--model-opt",
+    "limit": "--limit",
+    "base_url": "--base-url",
+    "responses_key": "--responses-key",
+    "only_answered": "--only-answered",
+    "strict": "--strict",
+    "overwrite": "--overwrite",
+    "cache": "--cache (a path), or False for --no-cache",
+    "chunk_size": "--chunk-size",
+    "max_failure_share": "--max-failure-share",
+    "max_tokens": "--max-tokens",
+    "concurrency": "--concurrency",
+    "progress": "show progress bars (default False)",
+}
 
 
 # --- evaluate -------------------------------------------------------------------------------------------
@@ -305,12 +152,15 @@ _OPTIONS = {
     "progress": "show progress bars (default False)",
 }
 
+#: What :func:`evaluate` takes as answers: a file, or the answers themselves.
+Answers = str | Path | Iterable[Response | Mapping[str, Any]]
+
 
 def evaluate(
     benchmark: str,
     *,
     data: str | Path | None = None,
-    responses: str | Path | Iterable[Response | Mapping[str, Any]] | None = None,
+    responses: Answers | None = None,
     model: str | None = None,
     extractor: str | None = None,
     judge: str | None = None,
@@ -333,26 +183,18 @@ def evaluate(
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise TypeError(f"evaluate() got unknown option(s) {unknown}; known: {sorted(_OPTIONS)}")
-    kwargs = {
-        "benchmark": benchmark,
-        "data": data,
-        "responses": responses,
-        "model": model,
-        "extractor": extractor,
-        "judge": judge,
-        "out": out,
-        **options,
-    }
+    named = {"extractor": extractor, "judge": judge, "data": data, "out": out, "model": model}
+    config, inline = run_config(benchmark, responses, named, options)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _evaluate(**kwargs)
+        return _execute(config, inline)
     # A running loop (Jupyter): do the work on a thread of its own, where asyncio.run may start a loop.
     outcome: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            outcome["result"] = _evaluate(**kwargs)
+            outcome["result"] = _execute(config, inline)
         except BaseException as error:  # re-raised in the caller's thread
             outcome["error"] = error
 
@@ -365,177 +207,59 @@ def evaluate(
     return result
 
 
-def _evaluate(
-    benchmark: str,
-    data: str | Path | None,
-    responses: str | Path | Iterable[Response | Mapping[str, Any]] | None,
-    model: str | None,
-    extractor: str | None,
-    judge: str | None,
-    out: str | Path | None,
-    bench_options: Mapping[str, Any] | None = None,
-    extractor_options: Mapping[str, Any] | None = None,
-    judge_options: Mapping[str, Any] | None = None,
-    model_options: Mapping[str, Any] | None = None,
-    limit: int | None = None,
-    base_url: str | None = None,
-    responses_key: str | None = None,
-    only_answered: bool = False,
-    strict: bool = False,
-    overwrite: bool = False,
-    cache: str | Path | bool | None = None,
-    chunk_size: int = 256,
-    max_failure_share: float = 0.1,
-    max_tokens: int = 512,
-    concurrency: int = 4,
-    progress: bool = False,
-) -> EvaluationResult:
-    import asyncio
+def run_config(
+    benchmark: str, responses: Answers | None, named: Mapping[str, Any], options: Mapping[str, Any]
+) -> tuple[RunConfig, list[Response | Mapping[str, Any]] | None]:
+    """:func:`evaluate`'s arguments as a :class:`RunConfig`, with the answers given in memory (if any)."""
     import tempfile
+
+    from pydantic import ValidationError
+
+    out = Path(named["out"]) if named["out"] is not None else Path(tempfile.mkdtemp(prefix="halluscope-run-"))
+    inline = None if responses is None or isinstance(responses, str | Path) else list(responses)
+    path = out / "responses.jsonl" if inline is not None else None
+    if isinstance(responses, str | Path):
+        path = Path(responses)
+    cache = options.get("cache")
+    settings = {k: v for k, v in options.items() if k not in ("cache", "extractor_options", "judge_options")}
+    for key in ("bench_options", "model_options"):
+        settings[key] = dict(settings.get(key) or {})
+    stages: dict[str, Any] = {
+        stage: StageChoice(
+            name=named[stage],
+            options=dict(options.get(f"{stage}_options") or {}),
+            given=tuple(
+                k
+                for k, v in ((stage, named[stage]), (f"{stage}_options", options.get(f"{stage}_options")))
+                if v
+            ),
+        )
+        for stage in ("extractor", "judge")
+    }
+    try:
+        config = RunConfig(
+            benchmark=benchmark, out=out, data=named["data"], responses=path, model=named["model"],
+            cache=Path(cache) if isinstance(cache, str | Path) else None, use_cache=cache is not False,
+            surface="api", **stages, **settings,
+        )  # fmt: skip
+    except ValidationError as error:
+        raise EvaluationError(f"evaluate(): {error}") from error
+    return config, inline
+
+
+def _execute(config: RunConfig, inline: list[Response | Mapping[str, Any]] | None) -> EvaluationResult:
     import warnings
 
-    from halluscope.cache import Cache
-    from halluscope.claims import EXTRACTORS
-    from halluscope.judges import judge_registry
-    from halluscope.runs.runner import StageFailureError, discard_run, run_benchmark
-    from halluscope.runs.store import RunDirError
-    from halluscope.stages import ScoringContext
+    from halluscope.runs.evaluation import execute
+    from halluscope.runs.runner import StageFailureError
 
-    if (responses is None) == (model is None):
-        raise EvaluationError("give exactly one of responses= (answers you have) or model= (collect them now)")
-    if only_answered and responses is None:
-        raise EvaluationError("only_answered goes with responses=")
-    out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="halluscope-run-"))
-    data_path = Path(data) if data is not None else None
-
-    b_options = dict(bench_options or {})
-    if limit is not None:
-        b_options["limit"] = limit
-    bench = create_benchmark(benchmark, data_path, b_options)
-    if cache is False:
-        store = Cache(None)
-    elif cache is None or cache is True:
-        store = Cache.default()
-    else:
-        store = Cache(Path(cache))
-
-    spec_extra: dict[str, Any] = {}
-    model_failures: dict[str, str] = {}
-    if overwrite and model is not None:
-        discard_run(out_dir)  # the answers of the run being replaced go too (the cache still has them)
-    if responses is not None:
-        path = Path(responses) if isinstance(responses, (str, Path)) else out_dir / "responses.jsonl"
-        spec_extra["responses"] = str(path)
-        _check_out(out_dir, {"model": None, "responses": str(path)}, overwrite)
-        if not isinstance(responses, (str, Path)):
-            write_responses(responses, path)
-        loaded = read_answers(
-            bench, path, benchmark_ids=known_sample_ids(benchmark, data_path, b_options, bench), key=responses_key
-        )
-        if loaded.problems:
-            if strict:
-                raise EvaluationError(f"{len(loaded.problems)} problem(s) in {path}: {loaded.problems[0]}")
-            more = f" (and {len(loaded.problems) - 1} more)" if len(loaded.problems) > 1 else ""
-            warnings.warn(f"{path}: {loaded.problems[0]}{more}", stacklevel=3)
-        answers = loaded.responses
-        spec_extra["responses_file"] = loaded.summary(path)
-        spec_extra["model"] = None
-        if loaded.items:
-            from halluscope.runs.selection import items_from_responses
-
-            bench = items_from_responses(bench, loaded.items, loaded.notes.get("labels"))
-            warnings.warn(f"{path}: labels are {loaded.notes.get('labels', 'the file own')}", stacklevel=3)
-    else:
-        from halluscope.models.spec import create_model
-        from halluscope.registry import UnknownComponentError
-        from halluscope.runs.respond import RespondError, collect_responses, read_respond_errors
-
-        try:
-            model_obj = create_model(str(model), cache=store, **dict(model_options or {}))
-        except (UnknownComponentError, ValueError, TypeError) as error:
-            raise EvaluationError(f"model {model!r}: {error}") from error
-        spec_extra["model"] = model_obj.identity()
-        spec_extra["responses"] = str(out_dir / "responses.jsonl")
-        _check_out(out_dir, {k: spec_extra[k] for k in ("model", "responses")}, overwrite)
-
-        async def collect() -> dict[str, Response]:
-            try:
-                return await collect_responses(
-                    bench, model_obj, out_dir, limit=limit, concurrency=concurrency, max_tokens=max_tokens,
-                    show_progress=progress,
-                )
-            finally:
-                await model_obj.aclose()
-
-        try:
-            answers = asyncio.run(collect())
-        except RespondError as error:
-            raise EvaluationError(str(error)) from error
-        model_failures = read_respond_errors(out_dir)
-
-    if only_answered:
-        from halluscope.runs.selection import answered_only
-
-        bench = answered_only(bench, answers)
-
-    # As `halluscope run`: a stage the benchmark does not use for these samples is refused, not recorded.
-    for stage, given in (("extractor", extractor or extractor_options), ("judge", judge or judge_options)):
-        if given and not bench.uses_stage(stage):
-            raise EvaluationError(
-                f"the {bench.name} benchmark uses no {stage} for the selected samples, so {stage} options "
-                "would change nothing; leave them out"
-            )
-    judges = judge_registry(bench.judge_kind)
-    from halluscope.llm.local import LocalLLM, is_local
-
-    chosen = {  # stage -> (component name, its options), for the stages this benchmark uses
-        stage: (name, dict(opts or {}))
-        for stage, name, opts in (
-            ("extractor", extractor or bench.default_extractor, extractor_options),
-            ("judge", judge or bench.default_judge, judge_options),
-        )
-        if bench.uses_stage(stage) and name is not None
-    }
-    if base_url:
-        conflict = local_base_url_conflict(
-            [stage for stage, (_, opts) in chosen.items() if is_local(opts.get("model"))],
-            [
-                s
-                for s, (name, opts) in chosen.items()
-                if not is_local(opts.get("model")) and name in ENDPOINT_STAGES
-            ],
-        )
-        if conflict:
-            raise EvaluationError(conflict.replace("--base-url", "base_url="))
-    # One packaged server for every stage whose model is "local", stopped however the run ends.
-    with LocalLLM() as local:
-        ctx = ScoringContext(
-            cache=store,
-            extractor=create_stage(
-                EXTRACTORS, "extractor", extractor, bench.default_extractor, extractor_options or {},
-                cache=store, base_url=base_url, local=local,
-            )
-            if bench.uses_stage("extractor")
-            else None,
-            judge=create_stage(
-                judges, "judge", judge, bench.default_judge, judge_options or {}, cache=store,
-                base_url=base_url, local=local,
-            )
-            if bench.uses_stage("judge")
-            else None,
-        )
-        if local.started:
-            spec_extra["local_llm"] = local.describe()
-        try:
-            report = run_benchmark(
-                bench, answers, ctx, out_dir, spec_extra=spec_extra, chunk_size=chunk_size,
-                show_progress=progress, overwrite=overwrite, max_failure_share=max_failure_share,
-                model_failures=model_failures,
-            )
-        except RunDirError as error:
-            raise EvaluationError(str(error)) from error
-        except StageFailureError as error:
-            raise EvaluationError(
-                f"{error} (metrics.json in {out_dir} rests on the samples that were scored)"
-            ) from error
-    return EvaluationResult(run_dir=out_dir, report=report)
+    try:
+        outcome = execute(config, inline_responses=inline)
+    except StageFailureError as error:
+        raise EvaluationError(
+            f"{error} (metrics.json in {config.out} rests on the samples that were scored)"
+        ) from error
+    if outcome.responses_file.get("items_from_file"):
+        labels = outcome.responses_file.get("labels", "the file's own")
+        warnings.warn(f"{config.responses}: labels are {labels}", stacklevel=3)
+    return EvaluationResult(run_dir=outcome.run_dir, report=outcome.report)

@@ -1,0 +1,155 @@
+"""One run's configuration: what ``halluscope run`` and :func:`halluscope.evaluate` both build.
+
+The command line and the Python API parse their own spellings (``--judge-opt k=v`` or
+``judge_options={...}``) into one frozen :class:`RunConfig` and hand it to the one orchestrator,
+:func:`halluscope.runs.evaluation.execute`. So the rules about which options go together live here once,
+and ``spec.json`` records the config as given (``run``), beside what was resolved while running (the
+benchmark's files, the stages' identities, the model an endpoint reported, the images found).
+
+Messages name an option the way the user wrote it: :attr:`RunConfig.surface` says whether that was on the
+command line or in Python, and :meth:`RunConfig.flag` spells it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["EvaluationError", "RunConfig", "StageChoice"]
+
+
+class EvaluationError(ValueError):
+    """The evaluation could not be set up (unknown component, bad option, unreadable responses, ...)."""
+
+
+#: How each option is written on the command line and in :func:`halluscope.evaluate`.
+_SPELLINGS: dict[str, tuple[str, str]] = {
+    "responses": ("--responses FILE", "responses="),
+    "model": ("--model SPEC", "model="),
+    "responses_key": ("--responses-key", "responses_key="),
+    "strict": ("--strict", "strict="),
+    "model_options": ("--model-opt", "model_options="),
+    "max_tokens": ("--max-tokens", "max_tokens="),
+    "concurrency": ("--concurrency", "concurrency="),
+    "only_answered": ("--only-answered", "only_answered="),
+    "base_url": ("--base-url", "base_url="),
+    "out": ("--out", "out="),
+    "overwrite": ("--overwrite", "overwrite=True"),
+    "extractor": ("--extractor", "extractor="),
+    "extractor_model": ("--extractor-model", "extractor_options['model']"),
+    "extractor_options": ("--extractor-opt", "extractor_options="),
+    "judge": ("--judge", "judge="),
+    "judge_model": ("--judge-model", "judge_options['model']"),
+    "judge_options": ("--judge-opt", "judge_options="),
+}
+
+#: Words in an option's name that mark a secret: its value is not written to ``spec.json``.
+_SECRET_WORDS = ("api_key", "token", "secret", "password")
+
+
+class StageChoice(BaseModel):
+    """The extractor or judge the user chose: a name (None: the benchmark's default) and its options.
+
+    ``model`` (``--judge-model``) is one of the options; ``given`` lists the flags the user wrote for this
+    stage, so a stage the benchmark does not use can be refused by name.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    given: tuple[str, ...] = ()
+
+
+class RunConfig(BaseModel):
+    """Everything one run of a benchmark depends on, as the user gave it."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    benchmark: str
+    out: Path
+    data: Path | None = None
+    bench_options: dict[str, Any] = Field(default_factory=dict)
+    limit: int | None = None
+    #: Answers from a file (``responses``) or from a model asked now (``model``): exactly one of the two.
+    responses: Path | None = None
+    responses_key: str | None = None
+    only_answered: bool = False
+    strict: bool = False
+    model: str | None = None
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    max_tokens: int | None = None
+    concurrency: int | None = None
+    extractor: StageChoice = Field(default_factory=StageChoice)
+    judge: StageChoice = Field(default_factory=StageChoice)
+    #: The OpenAI-compatible endpoint of the LLM stages (comma-separated replicas).
+    base_url: str | None = None
+    #: The cache file (None: the user's cache); ``use_cache=False`` reads and writes none.
+    cache: Path | None = None
+    use_cache: bool = True
+    overwrite: bool = False
+    chunk_size: int = 256
+    max_failure_share: float = Field(default=0.1, ge=0.0, le=1.0)
+    progress: bool = False
+    #: Where the options were written: names in messages follow it.
+    surface: Literal["cli", "api"] = "cli"
+
+    #: Answer length and requests in flight for ``model`` runs when not given.
+    DEFAULT_MAX_TOKENS: ClassVar[int] = 512
+    DEFAULT_CONCURRENCY: ClassVar[int] = 4
+
+    def flag(self, option: str) -> str:
+        """``option`` as the user writes it here (``--judge-opt`` or ``judge_options=``)."""
+        cli, api = _SPELLINGS[option]
+        return cli if self.surface == "cli" else api
+
+    def benchmark_options(self) -> dict[str, Any]:
+        """The benchmark's options, with ``limit`` among them when it is set."""
+        options = dict(self.bench_options)
+        if self.limit is not None:
+            options["limit"] = self.limit
+        return options
+
+    def check(self) -> None:
+        """Refuse options that contradict each other or would change nothing, naming them as written."""
+        if (self.responses is None) == (self.model is None):
+            raise EvaluationError(
+                f"give exactly one of {self.flag('responses')} (answers you have) or {self.flag('model')} "
+                "(collect answers now)"
+            )
+        if self.only_answered and self.responses is None:
+            raise EvaluationError(f"{self.flag('only_answered')} goes with {self.flag('responses')}")
+        from_file = self.responses is not None
+        idle = [
+            self.flag(option)
+            for option, given, used in (
+                ("responses_key", self.responses_key is not None, from_file),
+                ("strict", self.strict, from_file),
+                ("model_options", bool(self.model_options), not from_file),
+                ("max_tokens", self.max_tokens is not None, not from_file),
+                ("concurrency", self.concurrency is not None, not from_file),
+            )
+            if given and not used
+        ]
+        if idle:
+            verb, pronoun = ("apply", "them") if len(idle) > 1 else ("applies", "it")
+            path = self.flag("model" if from_file else "responses").split()[0]
+            raise EvaluationError(f"{', '.join(idle)} only {verb} with {path}; leave {pronoun} out")
+
+    def recorded(self) -> dict[str, Any]:
+        """The config as ``spec.json`` keeps it: as given, secrets left out, nothing about presentation."""
+        data = self.model_dump(mode="json", exclude={"progress", "surface"})
+        for key in ("bench_options", "model_options"):
+            data[key] = _without_secrets(data[key])
+        for stage in ("extractor", "judge"):
+            data[stage] = {"name": data[stage]["name"], "options": _without_secrets(data[stage]["options"])}
+        return data
+
+
+def _without_secrets(options: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: "(not recorded)" if any(w in key for w in _SECRET_WORDS) and not key.endswith("_env") else value
+        for key, value in options.items()
+    }

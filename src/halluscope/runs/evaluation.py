@@ -1,0 +1,315 @@
+"""The one orchestrator: a :class:`RunConfig` in, a scored run directory out.
+
+``halluscope run`` and :func:`halluscope.evaluate` both parse their options into a config and call
+:func:`execute`, so the order of the steps, the rules between options and the contents of ``spec.json``
+are written once. The steps, each refused early with an :class:`EvaluationError` naming the problem:
+
+1. check the config (one source of answers; no option that would change nothing);
+2. load the benchmark and refuse stage options it does not use, or an endpoint no stage would call;
+3. get the answers: read the responses file, or ask the model (resumable, in ``out``);
+4. start what the stages need (the packaged LLM server for ``model 'local'``) and score.
+
+How a run talks back to its caller (a console or Python warnings) is :class:`RunHooks`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from halluscope.runs.config import EvaluationError, RunConfig
+from halluscope.runs.setup import (
+    ENDPOINT_STAGES,
+    create_benchmark,
+    create_stage,
+    known_sample_ids,
+    local_base_url_conflict,
+    read_answers,
+    write_responses,
+)
+from halluscope.types import MetricsReport, Response
+
+if TYPE_CHECKING:
+    from halluscope.cache import Cache
+    from halluscope.llm.local import LocalLLM
+    from halluscope.stages import Benchmark, ScoringContext
+
+__all__ = ["RunHooks", "RunOutcome", "WarningHooks", "execute"]
+
+STAGES = ("extractor", "judge")
+
+
+class RunHooks(Protocol):
+    """How a run reports to its caller: :class:`WarningHooks` for Python, a console for the command line."""
+
+    def notice(self, message: str) -> None: ...
+
+    def problems(self, path: Path, problems: list[str]) -> None: ...
+
+    def local_llm(self) -> contextlib.AbstractContextManager[LocalLLM]: ...
+
+
+class WarningHooks:
+    """A run's notices as Python warnings (the API's way); the packaged LLM stopped when the run ends."""
+
+    def notice(self, message: str) -> None:
+        """Something the user should know that does not stop the run."""
+        # Six frames up (notice, _select, execute, api._execute, evaluate): the caller of evaluate().
+        warnings.warn(message, stacklevel=6)
+
+    def problems(self, path: Path, problems: list[str]) -> None:
+        """Lines of the responses file that could not be used (each names its line and the problem)."""
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        warnings.warn(f"{path}: {problems[0]}{more}", stacklevel=7)  # the caller of evaluate(), as above
+
+    def local_llm(self) -> contextlib.AbstractContextManager[LocalLLM]:
+        """The packaged LLM for stages whose model is ``local``, started only when a stage asks for it."""
+        from halluscope.llm.local import LocalLLM
+
+        return LocalLLM()
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """A finished run: where it is, its metrics, and what was read from the responses file (if any)."""
+
+    run_dir: Path
+    report: MetricsReport
+    responses_file: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Answers:
+    bench: Benchmark
+    responses: dict[str, Response]
+    spec: dict[str, Any]
+    model_failures: dict[str, str] = field(default_factory=dict)
+
+
+def execute(
+    config: RunConfig,
+    hooks: RunHooks | None = None,
+    *,
+    inline_responses: Iterable[Response | Mapping[str, Any]] | None = None,
+) -> RunOutcome:
+    """Run ``config``: answers, scoring, ``spec.json``, ``samples.jsonl`` and ``metrics.json`` in ``out``.
+
+    ``inline_responses`` (answers held in memory) are written to ``config.responses`` first. Raises
+    :class:`EvaluationError` when the run cannot be set up or an LLM endpoint refuses every request, and
+    :class:`~halluscope.runs.runner.StageFailureError` (after writing ``metrics.json``) when a stage failed
+    on too many samples.
+    """
+    from halluscope.llm.errors import LLMError
+    from halluscope.runs.runner import run_benchmark
+    from halluscope.runs.store import RunDirError
+
+    hooks = hooks or WarningHooks()
+    config.check()
+    bench = create_benchmark(config.benchmark, config.data, config.benchmark_options())
+    _check_stages(config, bench)
+    store = _open_cache(config)
+    known_ids = known_sample_ids(config.benchmark, config.data, config.benchmark_options(), bench)
+    try:
+        answers = _gather_answers(config, bench, store, known_ids, hooks, inline_responses)
+    except RunDirError as error:
+        raise _run_dir_error(config, error) from error
+    bench = _select(config, answers, hooks)
+    with hooks.local_llm() as local:
+        ctx = _scoring_context(config, bench, store, local)
+        spec = {**answers.spec, "run": config.recorded()}
+        if local.started:
+            spec["local_llm"] = local.describe()
+        try:
+            report = run_benchmark(
+                bench, answers.responses, ctx, config.out, spec_extra=spec, chunk_size=config.chunk_size,
+                show_progress=config.progress, overwrite=config.overwrite,
+                max_failure_share=config.max_failure_share, model_failures=answers.model_failures,
+            )  # fmt: skip
+        except RunDirError as error:
+            raise _run_dir_error(config, error) from error
+        except LLMError as error:  # auth and bad-request failures stop the run: every item would fail alike
+            raise EvaluationError(
+                f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)"
+            ) from error
+    return RunOutcome(
+        run_dir=config.out, report=report, responses_file=answers.spec.get("responses_file", {})
+    )
+
+
+def _check_stages(config: RunConfig, bench: Benchmark) -> None:
+    """Refuse stage options the benchmark does not use, and a ``base_url`` no stage would call."""
+    from halluscope.llm.local import is_local
+
+    endpoint_stage = False
+    local_stages: list[str] = []  # stages whose model is "local": the packaged server, not base_url
+    for stage in STAGES:
+        choice = getattr(config, stage)
+        if bench.uses_stage(stage):
+            if is_local(choice.options.get("model")):
+                local_stages.append(stage)
+            else:
+                default = bench.default_extractor if stage == "extractor" else bench.default_judge
+                endpoint_stage = endpoint_stage or (choice.name or default) in ENDPOINT_STAGES
+        elif choice.given:
+            raise EvaluationError(
+                f"{', '.join(config.flag(option) for option in choice.given)}: the {bench.name} benchmark "
+                f"uses no {stage} for the selected samples (see `halluscope list`), so this would change "
+                "nothing; leave it out"
+            )
+    if not config.base_url:
+        return
+    conflict = local_base_url_conflict(local_stages, ["llm"] if endpoint_stage else [])
+    if conflict:
+        raise EvaluationError(conflict.replace("--base-url", config.flag("base_url")))
+    if not endpoint_stage:
+        raise EvaluationError(
+            f"{config.flag('base_url')} is the endpoint of the llm extractor or judge, and neither is used in "
+            "this run"
+        )
+
+
+def _open_cache(config: RunConfig) -> Cache:
+    from halluscope.cache import Cache
+
+    if not config.use_cache:
+        return Cache(None)
+    return Cache(config.cache) if config.cache else Cache.default()
+
+
+def _check_out(config: RunConfig, fields: Mapping[str, Any]) -> None:
+    """Refuse, before any answer is collected or written, an ``out`` that holds another run."""
+    from halluscope.runs.runner import check_run_dir
+
+    if not config.overwrite:
+        check_run_dir(config.out, fields, tuple(fields))
+
+
+def _run_dir_error(config: RunConfig, error: Exception) -> EvaluationError:
+    message = str(error)
+    if config.surface == "api":
+        message = message.replace("--out", "out=").replace("--overwrite", "overwrite=True")
+    return EvaluationError(message)
+
+
+def _gather_answers(
+    config: RunConfig,
+    bench: Benchmark,
+    store: Cache,
+    known_ids: set[str],
+    hooks: RunHooks,
+    inline: Iterable[Response | Mapping[str, Any]] | None,
+) -> _Answers:
+    if config.responses is not None:
+        return _read_file(config, bench, config.responses, known_ids, hooks, inline)
+    return _ask_model(config, bench, store)
+
+
+def _read_file(
+    config: RunConfig,
+    bench: Benchmark,
+    path: Path,
+    known_ids: set[str],
+    hooks: RunHooks,
+    inline: Iterable[Response | Mapping[str, Any]] | None,
+) -> _Answers:
+    _check_out(config, {"model": None, "responses": str(path)})
+    if inline is not None:
+        write_responses(inline, path)
+    loaded = read_answers(bench, path, benchmark_ids=known_ids, key=config.responses_key)
+    if loaded.problems:
+        hooks.problems(path, loaded.problems)
+        if config.strict:
+            raise EvaluationError(
+                f"{len(loaded.problems)} problem(s) in {path}: {loaded.problems[0]}; stopping because of "
+                f"{config.flag('strict')}"
+            )
+    if loaded.items:  # the file defines its own items (a VLMEvalKit sheet): those are measured
+        from halluscope.runs.selection import items_from_responses
+
+        bench = items_from_responses(bench, loaded.items, loaded.notes.get("labels"))
+    spec = {"responses": str(path), "responses_file": loaded.summary(path), "model": None}
+    return _Answers(bench=bench, responses=dict(loaded.responses), spec=spec)
+
+
+def _ask_model(config: RunConfig, bench: Benchmark, store: Cache) -> _Answers:
+    import asyncio
+
+    from halluscope.models.spec import create_model
+    from halluscope.registry import UnknownComponentError
+    from halluscope.runs.respond import RespondError, collect_responses, read_respond_errors
+    from halluscope.runs.runner import discard_run
+
+    if config.overwrite:
+        discard_run(config.out)  # the answers of the run being replaced go too (the cache still has them)
+    try:
+        model = create_model(str(config.model), cache=store, **config.model_options)
+    except (UnknownComponentError, ValueError, TypeError) as error:
+        raise EvaluationError(f"model {config.model!r}: {error}") from error
+    spec = {"model": model.identity(), "responses": str(config.out / "responses.jsonl")}
+    _check_out(config, spec)
+
+    async def collect() -> dict[str, Response]:
+        try:
+            return await collect_responses(
+                bench, model, config.out, limit=config.limit,
+                concurrency=config.concurrency or RunConfig.DEFAULT_CONCURRENCY,
+                max_tokens=config.max_tokens or RunConfig.DEFAULT_MAX_TOKENS, show_progress=config.progress,
+            )  # fmt: skip
+        finally:
+            await model.aclose()
+
+    try:
+        responses = asyncio.run(collect())
+    except RespondError as error:
+        raise EvaluationError(str(error)) from error
+    return _Answers(
+        bench=bench, responses=responses, spec=spec, model_failures=read_respond_errors(config.out)
+    )
+
+
+def _select(config: RunConfig, answers: _Answers, hooks: RunHooks) -> Benchmark:
+    """The samples to score: every selected one, or with ``only_answered`` those that have an answer."""
+    ids = {s.id for s in answers.bench.samples()}
+    missing = len(ids - set(answers.responses))
+    if config.only_answered:
+        from halluscope.runs.selection import answered_only
+
+        if missing:
+            hooks.notice(
+                f"scoring the {len(ids) - missing} answered samples; {missing} without an answer left out"
+            )
+        return answered_only(answers.bench, answers.responses)
+    if missing:
+        asked = sum(1 for i in ids if i in answers.model_failures)
+        from halluscope.runs.respond import RESPOND_ERRORS_FILE
+
+        errors = config.out / RESPOND_ERRORS_FILE
+        why = f" ({asked} because the model's request failed: see {errors})" if asked else ""
+        hooks.notice(
+            f"{missing} of {len(ids)} samples have no response{why}; they are recorded as failures and left "
+            "out of the rates."
+        )
+    return answers.bench
+
+
+def _scoring_context(config: RunConfig, bench: Benchmark, store: Cache, local: LocalLLM) -> ScoringContext:
+    from halluscope.claims import EXTRACTORS
+    from halluscope.judges import judge_registry
+    from halluscope.stages import ScoringContext
+
+    stages: dict[str, Any] = {}
+    for stage, registry, default in (
+        ("extractor", EXTRACTORS, bench.default_extractor),
+        ("judge", judge_registry(bench.judge_kind), bench.default_judge),
+    ):
+        if bench.uses_stage(stage):
+            choice = getattr(config, stage)
+            stages[stage] = create_stage(
+                registry, stage, choice.name, default, choice.options, cache=store, base_url=config.base_url,
+                local=local,
+            )  # fmt: skip
+    return ScoringContext(cache=store, **stages)

@@ -1,0 +1,185 @@
+"""The set-up steps of a run: the benchmark, its stages, the answers; each raises :class:`EvaluationError`.
+
+:func:`halluscope.runs.evaluation.execute` calls them for ``halluscope run`` and :func:`halluscope.evaluate`
+alike; the build and validation commands use some of them on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from halluscope.runs.config import EvaluationError
+from halluscope.types import Response
+
+if TYPE_CHECKING:
+    from halluscope.cache import Cache
+    from halluscope.llm.local import LocalLLM
+    from halluscope.responses import ResponsesFile
+    from halluscope.stages import Benchmark
+
+__all__ = [
+    "ENDPOINT_STAGES",
+    "create_benchmark",
+    "create_stage",
+    "known_sample_ids",
+    "local_base_url_conflict",
+    "read_answers",
+    "takes_endpoint",
+    "write_responses",
+]
+
+
+def create_benchmark(name: str, data: Path | None, options: Mapping[str, Any]) -> Benchmark:
+    from halluscope.benchmarks import BENCHMARKS
+    from halluscope.registry import UnknownComponentError
+
+    try:
+        bench: Benchmark = BENCHMARKS.create(name, data=data, **dict(options))
+    except (UnknownComponentError, ValueError, OSError, TypeError) as error:
+        raise EvaluationError(str(error)) from error
+    return bench
+
+
+def known_sample_ids(name: str, data: Path | None, options: Mapping[str, Any], bench: Benchmark) -> set[str]:
+    """Every id of the benchmark: answers to samples outside a ``limit`` selection are not "unknown"."""
+    if "limit" not in options:
+        return {s.id for s in bench.samples()}
+    unlimited = {k: v for k, v in options.items() if k != "limit"}
+    return {s.id for s in create_benchmark(name, data, unlimited).samples()}
+
+
+#: The extractors and judges that call an OpenAI-compatible endpoint: those ``--base-url`` (``base_url=``) is for.
+ENDPOINT_STAGES = ("llm", "hqh-llm", "vlm", "mmhal-llm")
+
+
+def create_stage(
+    registry: Any,
+    kind: str,
+    name: str | None,
+    default: str | None,
+    options: Mapping[str, Any],
+    *,
+    cache: Cache,
+    base_url: str | None = None,
+    local: LocalLLM | None = None,
+) -> Any:
+    """The extractor or judge ``name`` (else the benchmark's ``default``), or None when neither is set.
+
+    A ``model`` option ``local`` points an LLM stage at ``local``'s packaged server (started now if it is
+    not running yet); ``base_url``, the endpoint of every LLM stage, then goes to the others only.
+    """
+    from halluscope.llm.local import is_local
+    from halluscope.registry import UnknownComponentError
+
+    chosen = name or default
+    if chosen is None:
+        return None
+    opts = dict(options)
+    if is_local(opts.get("model")):
+        opts = _local_options(registry, kind, chosen, opts, local)
+    elif base_url and chosen in ENDPOINT_STAGES:
+        opts.setdefault("base_url", base_url)
+    try:
+        return registry.create(chosen, cache=cache, **opts)
+    except (UnknownComponentError, ValueError, TypeError) as error:
+        raise EvaluationError(f"{kind} {chosen!r}: {error}") from error
+
+
+def takes_endpoint(registry: Any, name: str) -> bool:
+    """Whether the component ``name`` talks to an LLM endpoint (its factory takes a ``base_url``)."""
+    import inspect
+
+    from halluscope.registry import UnknownComponentError
+
+    try:
+        return "base_url" in inspect.signature(registry.factory(name)).parameters
+    except (UnknownComponentError, ValueError, TypeError):
+        return False
+
+
+def _local_options(
+    registry: Any, kind: str, chosen: str, opts: dict[str, Any], local: LocalLLM | None
+) -> dict[str, Any]:
+    from halluscope.llm.offline import LocalServerError, OfflineModelError
+
+    if not takes_endpoint(registry, chosen):
+        raise EvaluationError(
+            f"{kind} {chosen!r} uses no LLM, so model 'local' (the packaged LLM) does not apply to it; "
+            f"choose an LLM {kind} (e.g. llm) or name a model it takes"
+        )
+    if local is None:
+        raise EvaluationError(f"{kind} {chosen!r}: model 'local' cannot be started here")
+    try:
+        return local.stage_options(f"{kind} {chosen!r}", opts)
+    except (ValueError, LocalServerError, OfflineModelError) as error:
+        raise EvaluationError(str(error)) from error
+
+
+def local_base_url_conflict(local_stages: Iterable[str], other_llm_stages: Iterable[str]) -> str | None:
+    """Why a run-wide ``base_url`` cannot be used, when every LLM stage it would reach says ``local``."""
+    local_list, others = list(local_stages), list(other_llm_stages)
+    if not local_list or others:
+        return None
+    which = " and ".join(f"the {stage}" for stage in local_list)
+    return (
+        f"model 'local' starts the packaged model on a server of its own for {which}, and --base-url names "
+        "another endpoint for the same stage; give one of the two (for a server you run yourself, "
+        "`halluscope serve` prints a --base-url and a model name to use instead of 'local')"
+    )
+
+
+def read_answers(
+    bench: Benchmark, path: Path, *, benchmark_ids: set[str] | None, key: str | None
+) -> ResponsesFile:
+    """The answers in ``path`` as the benchmark reads them; an :class:`EvaluationError` naming the file when
+    it cannot be read (missing, not text, bad JSON) or holds no answer to any selected sample."""
+    from halluscope.responses import ResponsesError
+
+    path = Path(path)
+    try:
+        loaded = bench.read_responses(path, benchmark_ids=benchmark_ids, key=key)
+    except UnicodeDecodeError as error:
+        raise EvaluationError(
+            f"{path}: not a UTF-8 text file (byte {error.start}: {error.reason}); give the answers as JSON or "
+            "JSONL text"
+        ) from error
+    except (ResponsesError, ValueError, OSError) as error:
+        message = str(error)
+        named = str(path) in message or path.name in message
+        raise EvaluationError(message if named else f"{path}: {message}") from error
+    # A file that defines its own items (a VLMEvalKit POPE sheet) is measured on those.
+    selected = {s.id for s in loaded.items} if loaded.items else {s.id for s in bench.samples()}
+    if not any(sample_id in selected for sample_id in loaded.responses):
+        if not loaded.responses:
+            why = (
+                "holds no answer" if not loaded.problems else f"holds no usable answer ({loaded.problems[0]})"
+            )
+        else:
+            example = next(iter(loaded.responses))
+            why = (
+                f"answers none of the {len(selected)} selected {bench.name} samples ({len(loaded.responses)} "
+                f"answer(s) for other ids, e.g. {example!r})"
+            )
+        raise EvaluationError(f"{path} {why}; nothing would be measured")
+    return loaded
+
+
+def write_responses(responses: Iterable[Response | Mapping[str, Any]], path: Path) -> Path:
+    """In-memory answers → a halluscope JSONL file, read back through the same reader as ``--responses``."""
+    from halluscope.jsonio import write_jsonl_atomic
+
+    rows: list[dict[str, Any]] = []
+    for index, item in enumerate(responses):
+        if isinstance(item, Response):
+            rows.append(item.model_dump(mode="json", exclude_none=True))
+        elif isinstance(item, Mapping):
+            rows.append(dict(item))
+        else:
+            raise EvaluationError(
+                f"responses[{index}]: expected a dict or a halluscope.Response, got {type(item).__name__}"
+            )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl_atomic(path, rows)
+    return path
