@@ -117,6 +117,52 @@ def test_evaluate_reports_bad_set_ups_clearly(tmp_path: Path) -> None:
         halluscope.load_run(tmp_path / "bad-judge")
 
 
+def test_cli_and_api_refuse_the_same_options_each_in_its_own_spelling(tmp_path: Path) -> None:
+    """One orchestrator: an option that would change nothing is refused by both, named as the user wrote it."""
+    answers_file = tmp_path / "answers.jsonl"
+    answers_file.write_text("".join(r.model_dump_json() + "\n" for r in _answers()), encoding="utf-8")
+    common = ["run", "-b", "reefknot", "--data", str(reefknot_layout()), "--bench-opt", "tasks=yesno", "-r",
+              str(answers_file), "--no-cache", "-q"]
+    cases = [  # (CLI flags, API options, what both must name)
+        (["--max-tokens", "64"], {"max_tokens": 64}, ("--max-tokens only applies with --model",
+                                                      "max_tokens= only applies with model=")),
+        (["--base-url", "http://127.0.0.1:9/v1"], {"base_url": "http://127.0.0.1:9/v1"},
+         ("--base-url is the endpoint", "base_url= is the endpoint")),
+        (["--judge", "nli"], {"judge": "nli"}, ("--judge: the reefknot benchmark uses no judge",
+                                                "judge=: the reefknot benchmark uses no judge")),
+    ]
+    for number, (flags, options, (cli_words, api_words)) in enumerate(cases):
+        out = tmp_path / f"case-{number}"
+        result = CliRunner().invoke(app, [*common, "--out", str(out / "cli"), *flags])
+        assert result.exit_code == 2 and cli_words in " ".join(result.output.split()), result.output
+        with pytest.raises(EvaluationError, match=re.escape(api_words)):
+            halluscope.evaluate(
+                "reefknot", data=reefknot_layout(), responses=answers_file, out=out / "api",
+                bench_options={"tasks": "yesno"}, cache=False, **options,
+            )
+        assert not (out / "cli").exists() and not (out / "api").exists()  # refused before anything is written
+
+
+def test_spec_keeps_the_run_config_as_given_without_secrets(tmp_path: Path) -> None:
+    result = halluscope.evaluate(
+        "reefknot", data=reefknot_layout(), responses=_answers()[:4], out=tmp_path / "run",
+        bench_options={"tasks": "yesno"}, limit=4, cache=False, chunk_size=2,
+    )
+    run = result.spec["run"]
+    assert run["benchmark"] == "reefknot" and run["bench_options"] == {"tasks": "yesno"} and run["limit"] == 4
+    assert run["responses"] == str(tmp_path / "run" / "responses.jsonl") and run["chunk_size"] == 2
+    assert run["use_cache"] is False and run["model"] is None
+
+    from halluscope.runs.config import RunConfig, StageChoice
+
+    config = RunConfig(
+        benchmark="tri-he", out=tmp_path, model="openai/m", model_options={"api_key": "sk-123", "api_key_env": "K"},
+        judge=StageChoice(name="llm", options={"model": "m", "api_key": "sk-456"}),
+    )
+    recorded = json.dumps(config.recorded())
+    assert "sk-123" not in recorded and "sk-456" not in recorded and '"api_key_env": "K"' in recorded
+
+
 @pytest.mark.full_data
 def test_readme_python_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")

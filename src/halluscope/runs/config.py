@@ -140,7 +140,7 @@ class RunConfig(BaseModel):
 
     def recorded(self) -> dict[str, Any]:
         """The config as ``spec.json`` keeps it: as given, secrets left out, nothing about presentation."""
-        data = self.model_dump(mode="json", exclude={"progress", "surface"})
+        data = self.model_dump(mode="json", exclude={"progress", "surface", "overwrite"})
         for key in ("bench_options", "model_options"):
             data[key] = _without_secrets(data[key])
         for stage in ("extractor", "judge"):
