@@ -43,7 +43,7 @@ def load_graphs(path: Path, graph_format: GraphFormat, limit_images: int | None 
 
 
 def read_graphs(path: Path, graph_format: GraphFormat, limit_images: int | None) -> dict[str, Any]:
-    """:func:`load_graphs` for a command: an unreadable file, or one with no graph, ends it with the reason."""
+    """:func:`load_graphs` for a command: an unreadable file, or one with no graph, ends it, saying why."""
     from halluscope.cli.common import fail
     from halluscope.scene.vg import SceneGraphFormatError
 

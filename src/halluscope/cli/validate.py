@@ -128,7 +128,7 @@ def _show_progress(flags: ValidateFlags) -> bool:
 
 
 def _validate_real(flags: ValidateFlags, set_: str) -> None:
-    """``--set real``: the judges against the hand-labelled real answers (:mod:`halluscope.cli.validate_real`)."""
+    """``--set real``: the judges against the hand-labelled real answers (:mod:`.validate_real`)."""
     from halluscope.cli.validate_real import validate_real
 
     if flags.calibrate:
