@@ -1,4 +1,5 @@
-"""The package layering of docs/architecture.md, checked against every import in the source.
+"""The package layering of docs/architecture.md, checked against every import in the source; and the size of
+the functions of the command line and the Python API.
 
 The layer table is parsed from the doc itself, so the doc and this test cannot drift: a new package needs a
 row there, and an import against the rows fails here with the importing module named. Function-level
@@ -203,3 +204,79 @@ def test_the_walker_sees_lazy_imports_and_skips_type_only_ones() -> None:
     assert "halluscope.scene.graph" not in GRAPH["halluscope.scene.direction"]
     # `from halluscope.benchmarks import BENCHMARKS` is an import of the package's __init__.
     assert "halluscope.benchmarks" in GRAPH["halluscope.report.samples"]
+
+
+#: The longest function (lines, from ``def`` to its last line, docstring included) and the most parameters
+#: one may have in the command line (``halluscope/cli/``) and the Python API (``halluscope/api.py``). A
+#: command written as one function of all its options grows into one long body in which parsing, checks,
+#: work and printing mix; under these limits a command declares its options as a dataclass
+#: (:func:`halluscope.cli.flags.flags_command`) and its body calls small named steps.
+MAX_FUNCTION_LINES = 80
+MAX_FUNCTION_PARAMETERS = 10
+SURFACE = [*sorted((PACKAGE / "cli").glob("*.py")), PACKAGE / "api.py"]
+
+
+def parameter_count(args: ast.arguments) -> int:
+    """Positional-only, positional (``self`` included), ``*args`` and keyword-only parameters. ``**kwargs`` is
+    left out: it passes options on rather than naming them."""
+    return len(args.posonlyargs) + len(args.args) + (args.vararg is not None) + len(args.kwonlyargs)
+
+
+def oversized_functions(source: str, filename: str) -> list[str]:
+    """``file:line qualified.name`` and what is over, for each function (nested ones and methods included)
+    over :data:`MAX_FUNCTION_LINES` lines or :data:`MAX_FUNCTION_PARAMETERS` parameters."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (child.end_lineno or child.lineno) - child.lineno + 1
+                parameters = parameter_count(child.args)
+                over = [
+                    *([f"{lines} lines"] if lines > MAX_FUNCTION_LINES else []),
+                    *([f"{parameters} parameters"] if parameters > MAX_FUNCTION_PARAMETERS else []),
+                ]
+                if over:
+                    found.append(f"{filename}:{child.lineno} {prefix}{child.name}: {', '.join(over)}")
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source, filename=filename), "")
+    return found
+
+
+def test_cli_and_api_functions_are_short() -> None:
+    """Every function of the command line and the Python API stays within the limits: a command with many
+    options takes them as one flags dataclass, and its body is split into named steps."""
+    assert len(SURFACE) > 10 and all(path.is_file() for path in SURFACE)
+    oversized = [
+        entry
+        for path in SURFACE
+        for entry in oversized_functions(path.read_text(encoding="utf-8"), str(path.relative_to(SRC)))
+    ]
+    assert not oversized, (
+        f"functions over {MAX_FUNCTION_LINES} lines or {MAX_FUNCTION_PARAMETERS} parameters (declare a "
+        "command's options as a dataclass, see halluscope.cli.flags; split the body):\n"
+        + "\n".join(oversized)
+    )
+
+
+def test_the_size_check_counts_lines_and_parameters() -> None:
+    """The check above is only as good as its counting: nested functions and methods are seen, the limits
+    themselves are allowed, and every kind of parameter counts except ``**kwargs``."""
+    body = "\n".join(f"            x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    source = (
+        "def at_the_limit(a, /, b, c, *args, d, e, f, g, h, i, **kwargs):\n    pass\n"
+        "def too_many(a, /, b, c, *args, d, e, f, g, h, i, j, **kwargs):\n    pass\n"
+        "class Command:\n"
+        "    def outer(self):\n"
+        f"        def inner():\n{body}\n"
+    )
+    assert oversized_functions(source, "m.py") == [
+        "m.py:3 too_many: 11 parameters",
+        f"m.py:6 Command.outer: {MAX_FUNCTION_LINES + 2} lines",
+        f"m.py:7 Command.outer.inner: {MAX_FUNCTION_LINES + 1} lines",
+    ]

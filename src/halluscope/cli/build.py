@@ -6,6 +6,7 @@ A sub-app, so each builder is one command under it (``build reefknot``; other bu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,7 +14,8 @@ import typer
 
 from halluscope.cli import build_prove as _build_prove
 from halluscope.cli.common import console, fail, join_urls, open_cache
-from halluscope.cli.graphs import GraphFormat, load_graphs
+from halluscope.cli.flags import flags_command
+from halluscope.cli.graphs import GraphFormat, default_images, read_graphs
 
 build_app = typer.Typer(
     name="build",
@@ -22,10 +24,12 @@ build_app = typer.Typer(
 )
 
 
-@build_app.command("reefknot")
-def reefknot(
-    scene_graphs: Annotated[Path, typer.Option("--scene-graphs", "-g", help="Scene-graph file or folder.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (created).")],
+@dataclass(frozen=True)
+class ReefknotFlags:
+    """The options of ``halluscope build reefknot``, as typer parses them."""
+
+    scene_graphs: Annotated[Path, typer.Option("--scene-graphs", "-g", help="Scene-graph file or folder.")]
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (created).")]
     graph_format: Annotated[
         GraphFormat,
         typer.Option(
@@ -34,76 +38,82 @@ def reefknot(
             help="tri-he (tri-he.json), gqa (*_sceneGraphs.json) or vg "
             "(relationships.json / scene_graphs.json or their folder).",
         ),
-    ] = GraphFormat.TRI_HE,
+    ] = GraphFormat.TRI_HE
     images: Annotated[
         Path | None, typer.Option(help="Image folder for samples.jsonl (default for tri-he: its images/).")
-    ] = None,
-    tasks: Annotated[str, typer.Option(help="Comma-separated: yesno, mcq, vqa.")] = "yesno,mcq,vqa",
+    ] = None
+    tasks: Annotated[str, typer.Option(help="Comma-separated: yesno, mcq, vqa.")] = "yesno,mcq,vqa"
     max_per_relation: Annotated[
         int, typer.Option(help="At most this many triplets per relation word (0: no cap).")
-    ] = 20,
-    seed: Annotated[int, typer.Option(help="Random seed (negatives, distractors, letter positions).")] = 0,
+    ] = 20
+    seed: Annotated[int, typer.Option(help="Random seed (negatives, distractors, letter positions).")] = 0
     allow_repeated_subjects: Annotated[
         bool, typer.Option(help="Keep triplets whose subject name occurs more than once in the image.")
-    ] = False,
+    ] = False
     orient: Annotated[
         bool | None,
         typer.Option("--orient/--no-orient", help="Repair object-first triplets (default: on for tri-he)."),
-    ] = None,
-    limit_images: Annotated[int | None, typer.Option(help="Only the first N images.")] = None,
+    ] = None
+    limit_images: Annotated[int | None, typer.Option(help="Only the first N images.")] = None
     relation_llm: Annotated[
         str | None,
         typer.Option(
             help="LLM that categorises relations the lexicon does not know (cached); local: the packaged one."
         ),
-    ] = None,
+    ] = None
     base_url: Annotated[
         list[str] | None,
         typer.Option(help="OpenAI-compatible endpoint for --relation-llm (repeat it for several replicas)."),
-    ] = None,
-    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
-) -> None:
-    """Reefknot-style yes/no twins, multiple choice and VQA about relations, checked against the graphs."""
-    from rich.table import Table
+    ] = None
+    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False
 
+
+@build_app.command("reefknot")
+@flags_command(ReefknotFlags)
+def reefknot(flags: ReefknotFlags) -> None:
+    """Reefknot-style yes/no twins, multiple choice and VQA about relations, checked against the graphs."""
+    graphs = read_graphs(flags.scene_graphs, flags.graph_format, flags.limit_images)
+    built = build_reefknot_graphs(flags, graphs)
+    images = default_images(flags.images, flags.scene_graphs, flags.graph_format)
+    source = {"scene_graphs": str(flags.scene_graphs), "format": flags.graph_format.value}
+    built.write(flags.out, images=images, source=source)
+    show_reefknot(built, flags.out)
+
+
+def build_reefknot_graphs(flags: ReefknotFlags, graphs: dict[str, Any]) -> Any:
+    """The questions built from ``graphs``; unknown relations go to ``--relation-llm`` when one is named."""
     from halluscope.builders.reefknot import BuildOptions, build_reefknot
     from halluscope.builders.relations import RelationClassifier
-    from halluscope.scene.vg import SceneGraphFormatError
-
-    chosen = tuple(t.strip() for t in tasks.split(",") if t.strip())
-    try:
-        graphs = load_graphs(scene_graphs, graph_format, limit_images)
-    except (SceneGraphFormatError, ValueError, OSError) as error:
-        fail(str(error))
-    if not graphs:
-        fail(f"no scene graphs read from {scene_graphs}")
     from halluscope.cli.local_llm import client_options, llm_endpoint, local_llm
 
+    options = BuildOptions(
+        seed=flags.seed,
+        tasks=tuple(t.strip() for t in flags.tasks.split(",") if t.strip()),
+        max_per_relation=flags.max_per_relation or None,
+        allow_repeated_subjects=flags.allow_repeated_subjects,
+        orient=flags.graph_format is GraphFormat.TRI_HE if flags.orient is None else flags.orient,
+    )
     with local_llm() as local:  # started only for --relation-llm local; stopped however this ends
         client = None
         store = None
-        if relation_llm:
+        if flags.relation_llm:
             from halluscope.llm.client import ChatClient
 
-            store = open_cache(cache, no_cache)
-            model, urls = llm_endpoint(relation_llm, join_urls(base_url), local, "--relation-llm")
-            client = ChatClient(model, urls, cache=store, **client_options(relation_llm))
-        options = BuildOptions(
-            seed=seed,
-            tasks=chosen,
-            max_per_relation=max_per_relation or None,
-            allow_repeated_subjects=allow_repeated_subjects,
-            orient=graph_format is GraphFormat.TRI_HE if orient is None else orient,
-        )
+            store = open_cache(flags.cache, flags.no_cache)
+            model, urls = llm_endpoint(flags.relation_llm, join_urls(flags.base_url), local, "--relation-llm")
+            client = ChatClient(model, urls, cache=store, **client_options(flags.relation_llm))
         try:
-            built = build_reefknot(graphs, options, classifier=RelationClassifier(client, store))
+            return build_reefknot(graphs, options, classifier=RelationClassifier(client, store))
         except ValueError as error:
             fail(str(error))
-    if images is None and graph_format is GraphFormat.TRI_HE:
-        candidate = (scene_graphs if scene_graphs.is_dir() else scene_graphs.parent) / "images"
-        images = candidate if candidate.is_dir() else None
-    built.write(out, images=images, source={"scene_graphs": str(scene_graphs), "format": graph_format.value})
+
+
+def show_reefknot(built: Any, out: Path) -> None:
+    """The questions per task and relation type, what was filtered out, and the verification's outcome."""
+    import json
+
+    from rich.table import Table
 
     table = Table(title=f"Reefknot-style benchmark — {out}")
     table.add_column("task / relation type")
@@ -118,8 +128,6 @@ def reefknot(
         if k.startswith("dropped") or k.endswith(("negative", "distractors"))
     }
     out_console.print("filtered: " + ", ".join(f"{k} {v}" for k, v in dropped.items() if v))
-    import json
-
     verification = json.loads((out / "build.json").read_text(encoding="utf-8"))["verification"]
     if verification["n_problems"]:
         console(stderr=True).print(

@@ -7,74 +7,79 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from halluscope.cli.common import console, fail, join_urls, open_cache
-from halluscope.cli.graphs import GraphFormat, load_graphs
+from halluscope.cli.flags import flags_command
+from halluscope.cli.graphs import GraphFormat, default_images, read_graphs
 
 
-def prove(
-    scene_graphs: Annotated[Path, typer.Option("--scene-graphs", "-g", help="Scene-graph file or folder.")],
+@dataclass(frozen=True)
+class ProveFlags:
+    """The options of ``halluscope build prove``, as typer parses them."""
+
+    scene_graphs: Annotated[Path, typer.Option("--scene-graphs", "-g", help="Scene-graph file or folder.")]
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Output folder (build), or report file (--verify).")
-    ] = None,
+    ] = None
     graph_format: Annotated[
         GraphFormat,
         typer.Option("--format", "-f", help="tri-he, gqa, vg, or synthetic (a `build synthetic` folder)."),
-    ] = GraphFormat.TRI_HE,
+    ] = GraphFormat.TRI_HE
     verify: Annotated[
         Path | None,
         typer.Option(
             help="Re-run the programs of this QA file ({image_id, question, answer, program} per line) "
             "against the scene graphs, with no LLM, and report each one's outcome."
         ),
-    ] = None,
+    ] = None
     images: Annotated[
         Path | None, typer.Option(help="Image folder (default for tri-he: its images/).")
-    ] = None,
-    limit_images: Annotated[int | None, typer.Option(help="Only the first N images.")] = None,
+    ] = None
+    limit_images: Annotated[int | None, typer.Option(help="Only the first N images.")] = None
     image_ids: Annotated[
         str | None, typer.Option(help="Only these image ids (comma-separated), after --limit-images.")
-    ] = None,
-    pairs: Annotated[int, typer.Option(help="QA pairs to ask for per image (the paper: 10-15).")] = 12,
+    ] = None
+    pairs: Annotated[int, typer.Option(help="QA pairs to ask for per image (the paper: 10-15).")] = 12
     llm: Annotated[
         str | None,
         typer.Option(
             help="Generator/filter model on --base-url; `local` (the default without --base-url): the "
             "packaged Qwen2.5-Coder on a llama.cpp server started for this build."
         ),
-    ] = None,
+    ] = None
     base_url: Annotated[
         list[str] | None,
         typer.Option(help="OpenAI-compatible endpoint for --llm (repeat it for several replicas)."),
-    ] = None,
+    ] = None
     api_key_env: Annotated[
         str | None, typer.Option(help="Environment variable holding the endpoint's API key.")
-    ] = None,
+    ] = None
     answer_threshold: Annotated[
         float, typer.Option(help="Embedding cosine at which a program's answer equals the stated one.")
-    ] = 0.75,
+    ] = 0.75
     duplicate_threshold: Annotated[
         float, typer.Option(help="Question cosine at which a later pair of an image is a duplicate.")
-    ] = 0.9,
+    ] = 0.9
     llm_filter: Annotated[
         bool,
         typer.Option(
             "--llm-filter/--no-llm-filter", help="LLM check for trivial/incomplete/unnatural pairs."
         ),
-    ] = True,
+    ] = True
     orient: Annotated[
         bool | None,
         typer.Option("--orient/--no-orient", help="Repair object-first relations (default: on for tri-he)."),
-    ] = None,
-    cpu_s: Annotated[int, typer.Option(help="CPU seconds per program.")] = 2,
-    memory_mb: Annotated[int, typer.Option(help="Memory per program, MiB.")] = 256,
+    ] = None
+    cpu_s: Annotated[int, typer.Option(help="CPU seconds per program.")] = 2
+    memory_mb: Annotated[int, typer.Option(help="Memory per program, MiB.")] = 256
     embedding_model: Annotated[
         str | None, typer.Option(help="sentence-transformers model (default: the packaged MiniLM).")
-    ] = None,
+    ] = None
     answer_tuples: Annotated[
         str,
         typer.Option(
@@ -82,136 +87,147 @@ def prove(
             "tuples each text states; offline), rules (spaCy tuple extractor on both texts) or llm (the DSG "
             "tuple prompt on the --llm model, PROVE's recipe)."
         ),
-    ] = "graph",
-    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
-) -> None:
-    """PROVE-style QA pairs, each kept only if its program, run in the sandbox over the graph, confirms it."""
-    from halluscope.builders.prove import BuildOptions, ProveBuildError
-    from halluscope.embeddings import EmbeddingModelError, load_embedder
-    from halluscope.llm.local import is_local
-    from halluscope.sandbox import Limits, Sandbox, SandboxUnavailableError
-    from halluscope.scene.vg import SceneGraphFormatError
+    ] = "graph"
+    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False
 
-    if is_local(llm) and base_url:
-        fail(
-            "--llm local runs the packaged model on a server of its own, and --base-url names another "
-            "endpoint; give one of the two"
-        )
+
+@flags_command(ProveFlags)
+def prove(flags: ProveFlags) -> None:
+    """PROVE-style QA pairs, each kept only if its program, run in the sandbox over the graph, confirms it."""
+    from halluscope.builders.prove import ProveBuildError
+    from halluscope.sandbox import Limits, Sandbox, SandboxUnavailableError
+
+    graphs = _chosen_graphs(flags)
+    store = open_cache(flags.cache, flags.no_cache)
+    embedder = _embedder(flags.embedding_model, store)
+    orient = flags.graph_format is GraphFormat.TRI_HE if flags.orient is None else flags.orient
     try:
-        graphs = load_graphs(scene_graphs, graph_format, limit_images)
-    except (SceneGraphFormatError, ValueError, OSError) as error:
-        fail(str(error))
-    if not graphs:
-        fail(f"no scene graphs read from {scene_graphs}")
-    if image_ids:
-        wanted = [i.strip() for i in image_ids.split(",") if i.strip()]
-        unknown = [i for i in wanted if i not in graphs]
-        if unknown:
-            fail(f"no scene graph for image id(s) {', '.join(map(repr, unknown))} in {scene_graphs}")
-        graphs = {i: graphs[i] for i in wanted}
-    if answer_tuples not in ANSWER_TUPLES:
-        fail(f"--answer-tuples {answer_tuples!r}: choose one of {', '.join(ANSWER_TUPLES)}")
-    store = open_cache(cache, no_cache)
-    try:
-        embedder = load_embedder(embedding_model, cache=store)
-    except EmbeddingModelError as error:
-        fail(str(error))
-    limits = Limits(cpu_s=cpu_s, memory_mb=memory_mb)
-    try:
-        with Sandbox(limits=limits) as sandbox:
-            do_orient = graph_format is GraphFormat.TRI_HE if orient is None else orient
-            if verify is not None:
+        with Sandbox(limits=Limits(cpu_s=flags.cpu_s, memory_mb=flags.memory_mb)) as sandbox:
+            if flags.verify is not None:
                 from halluscope.builders.prove import prepare_graphs
 
-                _verify(verify, prepare_graphs(graphs, do_orient), sandbox, embedder, answer_threshold, out)
+                graphs = prepare_graphs(graphs, orient)
+                _verify(flags.verify, graphs, sandbox, embedder, flags.answer_threshold, flags.out)
                 return
-            if out is None:
-                fail("--out is needed to build (the folder the benchmark is written to)")
-            assert out is not None
-            options = BuildOptions(
-                pairs=pairs,
-                answer_threshold=answer_threshold,
-                duplicate_threshold=duplicate_threshold,
-                llm_filter=llm_filter,
-                orient=do_orient,
-            )
-            if images is None and graph_format is GraphFormat.TRI_HE:
-                candidate = (scene_graphs if scene_graphs.is_dir() else scene_graphs.parent) / "images"
-                images = candidate if candidate.is_dir() else None
-            summary = _build(
-                graphs, out, options, sandbox, embedder, store, llm, join_urls(base_url), api_key_env, images,
-                answer_tuples,
-            )  # fmt: skip
+            summary = _build(flags, graphs, sandbox, embedder, store, orient)
     except SandboxUnavailableError as error:
         fail(str(error))
     except ProveBuildError as error:
         fail(str(error))
-    _print_funnel(summary, out)
+    _print_funnel(summary, flags.out)
+
+
+def _chosen_graphs(flags: ProveFlags) -> dict[str, Any]:
+    """The scene graphs to build from (or verify against), after the checks that need no model."""
+    from halluscope.llm.local import is_local
+
+    if is_local(flags.llm) and flags.base_url:
+        fail(
+            "--llm local runs the packaged model on a server of its own, and --base-url names another "
+            "endpoint; give one of the two"
+        )
+    graphs = read_graphs(flags.scene_graphs, flags.graph_format, flags.limit_images)
+    if flags.image_ids:
+        wanted = [i.strip() for i in flags.image_ids.split(",") if i.strip()]
+        unknown = [i for i in wanted if i not in graphs]
+        if unknown:
+            fail(f"no scene graph for image id(s) {', '.join(map(repr, unknown))} in {flags.scene_graphs}")
+        graphs = {i: graphs[i] for i in wanted}
+    if flags.answer_tuples not in ANSWER_TUPLES:
+        fail(f"--answer-tuples {flags.answer_tuples!r}: choose one of {', '.join(ANSWER_TUPLES)}")
+    return graphs
+
+
+def _embedder(embedding_model: str | None, store: Any) -> Any:
+    from halluscope.embeddings import EmbeddingModelError, load_embedder
+
+    try:
+        return load_embedder(embedding_model, cache=store)
+    except EmbeddingModelError as error:
+        fail(str(error))
 
 
 def _build(
-    graphs: dict[str, Any],
-    out: Path,
-    options: Any,
-    sandbox: Any,
-    embedder: Any,
-    store: Any,
-    llm: str | None,
-    base_url: str | None,
-    api_key_env: str | None,
-    images: Path | None,
-    answer_tuples: str = "graph",
+    flags: ProveFlags, graphs: dict[str, Any], sandbox: Any, embedder: Any, store: Any, orient: bool
 ) -> dict[str, Any]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from halluscope.builders.prove import ProveBuilder, build_prove_async
+    """Generate, run and filter the QA pairs with the ``--llm`` model (the packaged one, started here, by
+    default) and write the benchmark to ``--out``."""
+    from halluscope.builders.prove import BuildOptions, ProveBuilder
     from halluscope.cli.local_llm import local_llm
     from halluscope.llm.client import stage_client
-    from halluscope.llm.local import is_local
 
+    out = flags.out
+    if out is None:
+        fail("--out is needed to build (the folder the benchmark is written to)")
+    assert out is not None
+    options = BuildOptions(
+        pairs=flags.pairs,
+        answer_threshold=flags.answer_threshold,
+        duplicate_threshold=flags.duplicate_threshold,
+        llm_filter=flags.llm_filter,
+        orient=orient,
+    )
+    images = default_images(flags.images, flags.scene_graphs, flags.graph_format)
     with local_llm(n_ctx=6144) as local:
-        if is_local(llm) or (llm is None and base_url is None):
-            from halluscope.llm.offline import LocalServerError, OfflineModelError
-
-            try:
-                server = local.server()
-            except (LocalServerError, OfflineModelError) as error:
-                fail(f"the packaged model (--llm local, the default) could not start: {error}")
-            llm, base_url = server.model, server.base_url
+        llm, base_url = _generator(flags.llm, join_urls(flags.base_url), local)
         try:
             client = stage_client(
-                "build prove", model=llm, base_url=base_url, api_key_env=api_key_env,
+                "build prove", model=llm, base_url=base_url, api_key_env=flags.api_key_env,
                 concurrency=1, timeout_s=900.0, cache=store,
             )  # fmt: skip
-            extractor = _answer_tuple_extractor(answer_tuples, llm, base_url, api_key_env, store)
+            extractor = _answer_tuple_extractor(flags.answer_tuples, llm, base_url, flags.api_key_env, store)
         except ValueError as error:
             fail(str(error))
         builder = ProveBuilder(client, embedder, sandbox, options)
-        with Progress(
-            TextColumn("[bold]build prove"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.description}"), console=console(stderr=True), transient=False,
-        ) as bar:  # fmt: skip
-            task = bar.add_task("", total=len(graphs))
+        return _run_build(graphs, out, builder, images, client, extractor)
 
-            def progress(image_id: str, result: Any, reused: bool) -> None:
-                kept = sum(1 for p in result.pairs if p.stage == "kept")
-                note = "saved" if reused else f"{result.seconds:.0f} s"
-                bar.update(
-                    task, advance=1, description=f"{image_id}: {kept}/{len(result.pairs)} kept ({note})"
+
+def _generator(llm: str | None, base_url: str | None, local: Any) -> tuple[str | None, str | None]:
+    """The generator's model and endpoint: the packaged model's server for ``local`` or when none is named."""
+    from halluscope.llm.local import is_local
+
+    if is_local(llm) or (llm is None and base_url is None):
+        from halluscope.llm.offline import LocalServerError, OfflineModelError
+
+        try:
+            server = local.server()
+        except (LocalServerError, OfflineModelError) as error:
+            fail(f"the packaged model (--llm local, the default) could not start: {error}")
+        return server.model, server.base_url
+    return llm, base_url
+
+
+def _run_build(
+    graphs: dict[str, Any], out: Path, builder: Any, images: Path | None, client: Any, extractor: Any
+) -> dict[str, Any]:
+    """Build every image's pairs under a progress bar; the LLM clients are closed however it ends."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from halluscope.builders.prove import build_prove_async
+
+    with Progress(
+        TextColumn("[bold]build prove"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), console=console(stderr=True), transient=False,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("", total=len(graphs))
+
+        def progress(image_id: str, result: Any, reused: bool) -> None:
+            kept = sum(1 for p in result.pairs if p.stage == "kept")
+            note = "saved" if reused else f"{result.seconds:.0f} s"
+            bar.update(task, advance=1, description=f"{image_id}: {kept}/{len(result.pairs)} kept ({note})")
+
+        async def go() -> dict[str, Any]:
+            try:
+                return await build_prove_async(
+                    graphs, out, builder, images=images, progress=progress, extractor=extractor
                 )
+            finally:
+                await client.aclose()
+                if extractor is not None:
+                    await extractor.aclose()
 
-            async def go() -> dict[str, Any]:
-                try:
-                    return await build_prove_async(
-                        graphs, out, builder, images=images, progress=progress, extractor=extractor
-                    )
-                finally:
-                    await client.aclose()
-                    if extractor is not None:
-                        await extractor.aclose()
-
-            return asyncio.run(go())
+        return asyncio.run(go())
 
 
 #: --answer-tuples: ``graph`` (no extractor) or a tuple extractor of halluscope.claims.dsg.

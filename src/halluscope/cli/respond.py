@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from halluscope.cli.common import console, fail, interactive, join_urls, open_cache, parse_options
+from halluscope.cli.flags import flags_command
 
 
-def respond(
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark name.")],
+@dataclass(frozen=True)
+class RespondFlags:
+    """The options of ``halluscope respond``, as typer parses them."""
+
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="Benchmark name.")]
     models: Annotated[
         list[str],
         typer.Option(
@@ -19,110 +24,141 @@ def respond(
             "-m",
             help="Model spec: [mitigation:]provider/name[?key=value&...] (see `halluscope models`); one per run.",
         ),
-    ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; re-run to resume).")],
-    data: Annotated[Path | None, typer.Option("--data", help="Benchmark data file or folder.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None,
-    concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
+    ]
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; re-run to resume).")]
+    data: Annotated[Path | None, typer.Option("--data", help="Benchmark data file or folder.")] = None
+    limit: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None
+    concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4
     mitigation: Annotated[
         list[str] | None,
         typer.Option(help="Wrap the model in a mitigation (eyes-closed, general-description); repeatable."),
-    ] = None,
+    ] = None
     model_opt: Annotated[
         list[str] | None, typer.Option(help="Backend option key=value (repeatable).")
-    ] = None,
+    ] = None
     base_url: Annotated[
         list[str] | None,
         typer.Option(
             help="OpenAI-compatible endpoint (else $HALLUSCOPE_BASE_URL / $OPENAI_BASE_URL, comma-separated)."
             + ' Repeat it for several replicas of one model.'
         ),
-    ] = None,
+    ] = None
     api_key_env: Annotated[
         str | None,
         typer.Option(
             help="Environment variable holding the API key (else $HALLUSCOPE_API_KEY/$OPENAI_API_KEY)."
         ),
-    ] = None,
+    ] = None
     max_side: Annotated[
         int | None, typer.Option(help="Longest image side sent to remote models, in pixels.")
-    ] = None,
-    max_tokens: Annotated[int, typer.Option(help="Longest answer, in tokens.")] = 512,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0,
-    seed: Annotated[int | None, typer.Option(help="Sampling seed, for backends that take one.")] = None,
+    ] = None
+    max_tokens: Annotated[int, typer.Option(help="Longest answer, in tokens.")] = 512
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0
+    seed: Annotated[int | None, typer.Option(help="Sampling seed, for backends that take one.")] = None
     logprobs: Annotated[
         int | None, typer.Option(help="Keep per-token log-probabilities with this many alternatives.")
-    ] = None,
+    ] = None
     bench_opt: Annotated[
         list[str] | None, typer.Option(help="Benchmark option key=value (repeatable).")
-    ] = None,
-    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-) -> None:
+    ] = None
+    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False
+
+
+@flags_command(RespondFlags)
+def respond(flags: RespondFlags) -> None:
     """Ask a model every question of a benchmark; answers stream to OUT/responses.jsonl; re-run to resume."""
-    import asyncio
-
-    from halluscope.benchmarks import BENCHMARKS
-    from halluscope.models.replay import ReplayError
-    from halluscope.models.spec import ModelSpecError, create_model, spec_with_mitigations
-    from halluscope.registry import UnknownComponentError
-    from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPONSES_FILE, RespondError, collect_responses
-
-    err = console(stderr=True)
-    if len(models) != 1:
+    if len(flags.models) != 1:
         # One OUT holds one model's answers; silently keeping the last --model would answer with it alone.
         fail(
-            f"respond collects one model's answers per --out, got --model {' --model '.join(models)}; "
+            f"respond collects one model's answers per --out, got --model {' --model '.join(flags.models)}; "
             "run it once per model, each with its own --out"
         )
-    model = models[0]
-    bench_options = parse_options(bench_opt, "--bench-opt")
-    if limit is not None:
-        bench_options["limit"] = limit
+    bench = _benchmark(flags)
+    spec, model = _model(flags)
+    answers = _collect(flags, bench, spec, model)
+    _show_answered(flags, bench, answers)
+
+
+def _benchmark(flags: RespondFlags) -> Any:
+    """The benchmark, with ``--bench-opt`` and ``--limit`` among its options."""
+    from halluscope.benchmarks import BENCHMARKS
+    from halluscope.registry import UnknownComponentError
+
+    bench_options = parse_options(flags.bench_opt, "--bench-opt")
+    if flags.limit is not None:
+        bench_options["limit"] = flags.limit
     try:
-        bench = BENCHMARKS.create(benchmark, data=data, **bench_options)
+        return BENCHMARKS.create(flags.benchmark, data=flags.data, **bench_options)
     except (UnknownComponentError, ValueError, OSError) as error:
         fail(str(error))
 
-    options: dict[str, Any] = parse_options(model_opt, "--model-opt")
+
+def _model(flags: RespondFlags) -> tuple[Any, Any]:
+    """The model's spec (mitigations applied) and the model, given the generic flags its backend takes."""
+    from halluscope.models.replay import ReplayError
+    from halluscope.models.spec import ModelSpecError, create_model, spec_with_mitigations
+    from halluscope.registry import UnknownComponentError
+
+    model = flags.models[0]
+    options: dict[str, Any] = parse_options(flags.model_opt, "--model-opt")
     generic = {
-        "base_url": join_urls(base_url),
-        "api_key_env": api_key_env,
-        "max_side": max_side,
-        "concurrency": concurrency,
+        "base_url": join_urls(flags.base_url),
+        "api_key_env": flags.api_key_env,
+        "max_side": flags.max_side,
+        "concurrency": flags.concurrency,
     }
-    store = open_cache(cache, no_cache)
+    store = open_cache(flags.cache, flags.no_cache)
     try:
-        spec = spec_with_mitigations(model, list(mitigation or []))
+        spec = spec_with_mitigations(model, list(flags.mitigation or []))
         model_obj = create_model(
             spec, cache=store, **_supported(spec, {**generic, **options}, explicit=set(options))
         )
     except (ModelSpecError, UnknownComponentError, ReplayError, ValueError, TypeError) as error:
         fail(f"model {model!r}: {error}")
+    return spec, model_obj
+
+
+def _collect(flags: RespondFlags, bench: Any, spec: Any, model: Any) -> dict[str, Any]:
+    """Ask the model, writing to OUT as answers come; the model is closed however it ends."""
+    import asyncio
+
+    from halluscope.models.replay import ReplayError
+    from halluscope.runs.respond import RespondError, collect_responses
 
     async def main() -> dict[str, Any]:
         try:
             return await collect_responses(
                 bench,
-                model_obj,
-                out,
-                limit=limit,
-                concurrency=concurrency,
-                show_progress=not quiet and interactive(),
-                max_tokens=max_tokens,
-                temperature=temperature,
-                seed=seed,
-                top_logprobs=logprobs,
+                model,
+                flags.out,
+                limit=flags.limit,
+                concurrency=flags.concurrency,
+                show_progress=not flags.quiet and interactive(),
+                max_tokens=flags.max_tokens,
+                temperature=flags.temperature,
+                seed=flags.seed,
+                top_logprobs=flags.logprobs,
                 model_name=spec.render(),
             )
         finally:
-            await model_obj.aclose()
+            await model.aclose()
 
+    answers: dict[str, Any] = {}
     try:
         answers = asyncio.run(main())
     except (RespondError, ReplayError) as error:
         fail(str(error))
+    return answers
+
+
+def _show_answered(flags: RespondFlags, bench: Any, answers: dict[str, Any]) -> None:
+    """How many were answered, left unasked for a missing image, or failed (exit 1 when any failed)."""
+    from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPONSES_FILE
+
+    out, limit = flags.out, flags.limit
+    err = console(stderr=True)
     total = sum(1 for _ in bench.samples()) if limit is None else min(limit, sum(1 for _ in bench.samples()))
     failed = total - len(answers)
     console().print(f"{len(answers)} of {total} answered → {out / RESPONSES_FILE}")

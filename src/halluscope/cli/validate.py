@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from halluscope.cli.common import console, fail, interactive, open_cache, parse_options
+from halluscope.cli.flags import flags_command
 
 
 def _pct(value: float | None) -> str:
@@ -38,15 +40,18 @@ def _parse_rates(text: str) -> list[float]:
     return rates
 
 
-def validate_judge(
+@dataclass(frozen=True)
+class ValidateFlags:
+    """The options of ``halluscope validate-judge``, as typer parses them."""
+
     judge: Annotated[
         list[str],
         typer.Option("--judge", "-j", help="Judge to validate: similarity | typed | llm (repeatable)."),
-    ],
+    ]
     judge_opt: Annotated[
         list[str] | None, typer.Option(help="Judge option key=value, given to every --judge (repeatable).")
-    ] = None,
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="synthetic | tri-he.")] = "synthetic",
+    ] = None
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="synthetic | tri-he.")] = "synthetic"
     set_: Annotated[
         str | None,
         typer.Option(
@@ -54,116 +59,162 @@ def validate_judge(
             help="real: the packaged hand-labelled real answers on Tri-HE images (or a path to a set in its "
             "format); --data is then Tri-HE's tri-he.json.",
         ),
-    ] = None,
+    ] = None
     extractor: Annotated[
         str, typer.Option("--extractor", "-e", help="With --set real: extractor for the answers.")
-    ] = "rules",
+    ] = "rules"
     extractor_opt: Annotated[
         list[str] | None, typer.Option(help="With --set real: extractor option key=value (repeatable).")
-    ] = None,
+    ] = None
     data: Annotated[
         Path | None,
         typer.Option("--data", help="Synthetic build folder, or tri-he.json (default: built / downloaded)."),
-    ] = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    ] = None
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None
     rates: Annotated[
         str, typer.Option(help="Injected hallucination rates for the curve.")
-    ] = "0,0.1,0.2,0.3,0.5",
-    seed: Annotated[int, typer.Option(help="Seed of the injected errors.")] = 0,
+    ] = "0,0.1,0.2,0.3,0.5"
+    seed: Annotated[int, typer.Option(help="Seed of the injected errors.")] = 0
     calibrate: Annotated[
         bool,
         typer.Option("--calibrate", help="Fit the similarity judge's thresholds and save them as --profile."),
-    ] = False,
+    ] = False
     profile: Annotated[
         str | None, typer.Option(help="Name of the threshold profile --calibrate writes.")
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the full results as JSON.")] = None,
-    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-) -> None:
+    ] = None
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the full results as JSON.")] = None
+    cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False
+
+
+#: A judge to validate: registry name, the label of its column, its options.
+JudgeEntry = tuple[str, str, dict[str, Any]]
+
+
+@flags_command(ValidateFlags)
+def validate_judge(flags: ValidateFlags) -> None:
     """How well do judges find hallucinations whose truth is known? Precision, recall, typing, calibration."""
-    from halluscope.benchmarks import BENCHMARKS
-    from halluscope.calibration.validate import (
-        calibrate_similarity,
-        save_calibration,
-        synthetic_validation_set,
-        tri_he_validation_set,
-        validate_judge,
+    if flags.set_ is not None:
+        _validate_real(flags, flags.set_)
+        return
+    chosen_rates = _checked_rates(flags)
+    options = parse_options(flags.judge_opt, "--judge-opt")
+    vset, store = _validation_set(flags, chosen_rates)
+    out_console = console()
+    calibration = None
+    judges: list[JudgeEntry] = [(name, _label(name, options), options) for name in flags.judge]
+    if flags.calibrate and flags.profile:
+        calibration, calibrated = _calibrate(flags.profile, vset, options, store, show=_show_progress(flags))
+        judges.append(calibrated)
+    reports = _judge_reports(judges, vset, store, show=_show_progress(flags))
+    print_reports(out_console, reports, benchmark=flags.benchmark, data=vset.data)
+    if flags.out is not None:
+        payload = {
+            "benchmark": flags.benchmark,
+            "data": vset.data,
+            "rates": chosen_rates,
+            "seed": flags.seed,
+            "reports": [{"label": label, **report.model_dump(mode="json")} for label, report in reports],
+            "calibration": calibration.model_dump(mode="json") if calibration else None,
+        }
+        flags.out.parent.mkdir(parents=True, exist_ok=True)
+        flags.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        out_console.print(f"results written to {flags.out}")
+
+
+def _show_progress(flags: ValidateFlags) -> bool:
+    return not flags.quiet and interactive()
+
+
+def _validate_real(flags: ValidateFlags, set_: str) -> None:
+    """``--set real``: the judges against the hand-labelled real answers (:mod:`.validate_real`)."""
+    from halluscope.cli.validate_real import validate_real
+
+    if flags.calibrate:
+        fail("--calibrate works on the perturbation sets, not on --set real")
+    options = parse_options(flags.judge_opt, "--judge-opt")
+    validate_real(
+        judges=[(name, _label(name, options), options) for name in flags.judge],
+        extractor=flags.extractor,
+        extractor_options=parse_options(flags.extractor_opt, "--extractor-opt"),
+        set_path=None if set_ == "real" else Path(set_),
+        data=flags.data,
+        limit=flags.limit,
+        store=open_cache(flags.cache, flags.no_cache),
+        out=flags.out,
+        quiet=flags.quiet,
     )
+
+
+def _checked_rates(flags: ValidateFlags) -> list[float]:
+    """``--rates``, once the benchmark and the ``--calibrate`` / ``--profile`` pair are checked."""
+    if flags.benchmark not in {"synthetic", "tri-he"}:
+        fail(f"validate-judge works on synthetic or tri-he, not {flags.benchmark!r}")
+    if flags.calibrate and not flags.profile:
+        fail("--calibrate needs --profile NAME: the name the fitted thresholds are saved under")
+    if flags.profile and not flags.calibrate:
+        fail("--profile names what --calibrate writes; to use a saved profile pass --judge-opt profile=NAME")
+    if flags.calibrate and "similarity" not in flags.judge:
+        fail("--calibrate fits the similarity judge's thresholds; add --judge similarity")
+    return _parse_rates(flags.rates)
+
+
+def _validation_set(flags: ValidateFlags, rates: list[float]) -> tuple[Any, Any]:
+    """The known-truth questions (errors injected at ``rates``) and the cache the judges use."""
+    from halluscope.benchmarks import BENCHMARKS
+    from halluscope.calibration.validate import synthetic_validation_set, tri_he_validation_set
+    from halluscope.registry import UnknownComponentError
+
+    try:
+        bench = BENCHMARKS.create(flags.benchmark, data=flags.data)
+    except (UnknownComponentError, ValueError, OSError) as error:
+        fail(str(error))
+    store = open_cache(flags.cache, flags.no_cache)
+    build = synthetic_validation_set if flags.benchmark == "synthetic" else tri_he_validation_set
+    try:
+        vset = build(bench, rates=rates, seed=flags.seed, limit=flags.limit)
+    except (ValueError, ImportError) as error:
+        fail(f"could not build the validation set: {error}")
+    if not vset.questions:
+        fail(f"no questions with claims in {flags.benchmark} data {vset.data}")
+    return vset, store
+
+
+def _calibrate(
+    profile: str, vset: Any, options: dict[str, Any], store: Any, *, show: bool
+) -> tuple[Any, JudgeEntry]:
+    """Fit the similarity judge's thresholds, save them as ``profile``, and say so; the calibration, and the
+    similarity judge with that profile, to validate beside the others."""
+    from halluscope.calibration.validate import calibrate_similarity, save_calibration
+    from halluscope.runs.progress import make_progress
+
+    progress = make_progress(show)
+    try:
+        calibration = calibrate_similarity(vset, model=options.get("model"), cache=store, progress=progress)
+    except (ValueError, RuntimeError) as error:
+        fail(f"calibration failed: {error}")
+    finally:
+        progress.close()
+    path = save_calibration(profile, calibration)
+    calibrated = {k: v for k, v in options.items() if k not in {"filter_threshold", "verdict_threshold"}}
+    calibrated["profile"] = profile
+    c = calibration
+    console().print(
+        f"calibrated similarity thresholds for {c.model}: filter {c.filter_threshold:g}, "
+        f"verdict {c.verdict_threshold:g} — balanced accuracy {c.balanced_accuracy:.3f} "
+        f"(two-fold held-out {_num(c.heldout_balanced_accuracy, 3)}; paper thresholds "
+        f"{_num(c.paper_balanced_accuracy, 3)}); saved to {path}"
+    )
+    return calibration, ("similarity", _label("similarity", calibrated), calibrated)
+
+
+def _judge_reports(judges: list[JudgeEntry], vset: Any, store: Any, *, show: bool) -> list[tuple[str, Any]]:
+    """Each judge's report on the validation set, by its label."""
+    from halluscope.calibration.validate import validate_judge
     from halluscope.judges import JUDGES
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.progress import make_progress
-
-    if set_ is not None:
-        from halluscope.cli.validate_real import validate_real
-
-        if calibrate:
-            fail("--calibrate works on the perturbation sets, not on --set real")
-        options = parse_options(judge_opt, "--judge-opt")
-        validate_real(
-            judges=[(name, _label(name, options), options) for name in judge],
-            extractor=extractor,
-            extractor_options=parse_options(extractor_opt, "--extractor-opt"),
-            set_path=None if set_ == "real" else Path(set_),
-            data=data,
-            limit=limit,
-            store=open_cache(cache, no_cache),
-            out=out,
-            quiet=quiet,
-        )
-        return
-    if benchmark not in {"synthetic", "tri-he"}:
-        fail(f"validate-judge works on synthetic or tri-he, not {benchmark!r}")
-    if calibrate and not profile:
-        fail("--calibrate needs --profile NAME: the name the fitted thresholds are saved under")
-    if profile and not calibrate:
-        fail("--profile names what --calibrate writes; to use a saved profile pass --judge-opt profile=NAME")
-    if calibrate and "similarity" not in judge:
-        fail("--calibrate fits the similarity judge's thresholds; add --judge similarity")
-    chosen_rates = _parse_rates(rates)
-    options = parse_options(judge_opt, "--judge-opt")
-    try:
-        bench = BENCHMARKS.create(benchmark, data=data)
-    except (UnknownComponentError, ValueError, OSError) as error:
-        fail(str(error))
-        return
-    store = open_cache(cache, no_cache)
-    build = synthetic_validation_set if benchmark == "synthetic" else tri_he_validation_set
-    try:
-        vset = build(bench, rates=chosen_rates, seed=seed, limit=limit)
-    except (ValueError, ImportError) as error:
-        fail(f"could not build the validation set: {error}")
-        return
-    if not vset.questions:
-        fail(f"no questions with claims in {benchmark} data {vset.data}")
-
-    out_console = console()
-    show = not quiet and interactive()
-    calibration = None
-    judges: list[tuple[str, str, dict[str, Any]]] = [(name, _label(name, options), options) for name in judge]
-    if calibrate and profile:
-        progress = make_progress(show)
-        try:
-            calibration = calibrate_similarity(
-                vset, model=options.get("model"), cache=store, progress=progress
-            )
-        except (ValueError, RuntimeError) as error:
-            fail(f"calibration failed: {error}")
-            return
-        finally:
-            progress.close()
-        path = save_calibration(profile, calibration)
-        calibrated = {k: v for k, v in options.items() if k not in {"filter_threshold", "verdict_threshold"}}
-        calibrated["profile"] = profile
-        judges.append(("similarity", _label("similarity", calibrated), calibrated))
-        c = calibration
-        out_console.print(
-            f"calibrated similarity thresholds for {c.model}: filter {c.filter_threshold:g}, "
-            f"verdict {c.verdict_threshold:g} — balanced accuracy {c.balanced_accuracy:.3f} "
-            f"(two-fold held-out {_num(c.heldout_balanced_accuracy, 3)}; paper thresholds "
-            f"{_num(c.paper_balanced_accuracy, 3)}); saved to {path}"
-        )
 
     reports = []
     for name, label, opts in judges:
@@ -171,27 +222,13 @@ def validate_judge(
             judge_obj = JUDGES.create(name, cache=store, **opts)
         except (UnknownComponentError, ValueError, TypeError) as error:
             fail(f"judge {name!r}: {error}")
-            return
         progress = make_progress(show)
         try:
             report = validate_judge(vset, judge_obj, store, progress=progress)
         finally:
             progress.close()
         reports.append((label, report))
-
-    print_reports(out_console, reports, benchmark=benchmark, data=vset.data)
-    if out is not None:
-        payload = {
-            "benchmark": benchmark,
-            "data": vset.data,
-            "rates": chosen_rates,
-            "seed": seed,
-            "reports": [{"label": label, **report.model_dump(mode="json")} for label, report in reports],
-            "calibration": calibration.model_dump(mode="json") if calibration else None,
-        }
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        out_console.print(f"results written to {out}")
+    return reports
 
 
 def print_reports(out_console: Any, reports: list[tuple[str, Any]], *, benchmark: str, data: str) -> None:

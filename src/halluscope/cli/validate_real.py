@@ -32,75 +32,16 @@ def validate_real(
     quiet: bool,
 ) -> None:
     """Score the labelled answers with each judge, three ways, and print one table."""
-    from halluscope.benchmarks.tri_he import TriHE
-    from halluscope.calibration.real import load_real_set, run_real, self_agreement
-    from halluscope.claims import EXTRACTORS
-    from halluscope.judges import JUDGES
-    from halluscope.registry import UnknownComponentError
-    from halluscope.runs.progress import make_progress
+    from halluscope.calibration.real import self_agreement
 
-    try:
-        answers = load_real_set(set_path)
-    except ValueError as error:
-        fail(str(error))
-        return
-    if limit is not None:
-        answers = answers[:limit]
-    try:
-        bench = TriHE(data=data)
-        scenes = bench.scenes
-    except (ValueError, OSError) as error:
-        fail(f"the real set is judged against Tri-HE's scene graphs: {error}")
-        return
-    missing = sorted({a.image_id for a in answers} - set(scenes))
-    if missing:
-        fail(f"the Tri-HE file {bench.path} has no image {', '.join(missing[:5])} used by the real set")
-    try:
-        extract = EXTRACTORS.create(extractor, cache=store, **extractor_options)
-    except (UnknownComponentError, ValueError, TypeError) as error:
-        fail(f"extractor {extractor!r}: {error}")
-        return
-
+    answers, bench = _real_set(set_path, data, limit)
+    extract = _extractor(extractor, extractor_options, store)
     out_console = console()
+    show = not quiet and interactive()
     reports = []
     for name, label, options in judges:
-        try:
-            judge = JUDGES.create(name, cache=store, **options)
-        except (UnknownComponentError, ValueError, TypeError) as error:
-            fail(f"judge {name!r}: {error}")
-            return
-        readings: list[tuple[str, Any, str]] = [
-            ("answer", extract, "paper"),
-            ("answer", extract, "default"),
-            ("hand", None, "paper"),
-            ("hand", None, "default"),
-            ("hand+completed", None, "default"),
-        ]
-        progress = make_progress(not quiet and interactive())
-        try:
-            progress.start(f"{label} on {len(answers)} real answers", total=len(answers) * len(readings))
-            for claims_from, ext, rate in readings:
-                tag = f"{_SOURCES.get(claims_from, f'{extractor} claims')} + {label}"
-                report, _records = run_real(
-                    answers,
-                    scenes.get,
-                    judge=judge,
-                    cache=store,
-                    extractor=ext,
-                    claims_from=claims_from,  # type: ignore[arg-type]
-                    rate=rate,  # type: ignore[arg-type]
-                    label=f"{tag}, {rate} rate",
-                    on_chunk=progress.advance,
-                    image_of=lambda image_id: str(bench.images_dir / f"{image_id}.jpg"),
-                )
-                has_support = report.all.unverifiable_share is not None
-                if rate == "default" and not has_support:
-                    continue  # this judge has no three-way reading: the default rate is the paper rate
-                if claims_from == "hand+completed" and not has_support:
-                    continue
-                reports.append(report)
-        finally:
-            progress.close()
+        judge = _judge(name, options, store)
+        reports += _readings(judge, label, answers, bench, extract, extractor, store, show=show)
         await_close(judge)
     print_real(out_console, reports, answers)
     if out is not None:
@@ -113,6 +54,98 @@ def validate_real(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         out_console.print(f"results written to {out}")
+
+
+def _real_set(set_path: Path | None, data: Path | None, limit: int | None) -> tuple[list[Any], Any]:
+    """The labelled answers (the first ``limit``) and the Tri-HE benchmark whose scene graphs judge them."""
+    from halluscope.benchmarks.tri_he import TriHE
+    from halluscope.calibration.real import load_real_set
+
+    answers: list[Any] = []
+    try:
+        answers = load_real_set(set_path)
+    except ValueError as error:
+        fail(str(error))
+    if limit is not None:
+        answers = answers[:limit]
+    try:
+        bench = TriHE(data=data)
+        scenes = bench.scenes
+    except (ValueError, OSError) as error:
+        fail(f"the real set is judged against Tri-HE's scene graphs: {error}")
+    missing = sorted({a.image_id for a in answers} - set(scenes))
+    if missing:
+        fail(f"the Tri-HE file {bench.path} has no image {', '.join(missing[:5])} used by the real set")
+    return answers, bench
+
+
+def _extractor(name: str, options: dict[str, Any], store: Any) -> Any:
+    from halluscope.claims import EXTRACTORS
+    from halluscope.registry import UnknownComponentError
+
+    try:
+        return EXTRACTORS.create(name, cache=store, **options)
+    except (UnknownComponentError, ValueError, TypeError) as error:
+        fail(f"extractor {name!r}: {error}")
+
+
+def _judge(name: str, options: dict[str, Any], store: Any) -> Any:
+    from halluscope.judges import JUDGES
+    from halluscope.registry import UnknownComponentError
+
+    try:
+        return JUDGES.create(name, cache=store, **options)
+    except (UnknownComponentError, ValueError, TypeError) as error:
+        fail(f"judge {name!r}: {error}")
+
+
+#: The readings of one judge: whose claims (the extractor's from the answer, or the hand-made ones, or those
+#: completed from the graph), the extractor for ``answer``, and the rate counted.
+_READINGS: list[tuple[str, bool, str]] = [
+    ("answer", True, "paper"),
+    ("answer", True, "default"),
+    ("hand", False, "paper"),
+    ("hand", False, "default"),
+    ("hand+completed", False, "default"),
+]
+
+
+def _readings(
+    judge: Any, label: str, answers: list[Any], bench: Any, extract: Any, extractor: str, store: Any,
+    *, show: bool,
+) -> list[Any]:  # fmt: skip
+    """One judge's reports on the real set, one per reading it supports (a judge with no three-way reading
+    has no 'default' rate apart from the paper's, and nothing to complete)."""
+    from halluscope.calibration.real import run_real
+    from halluscope.runs.progress import make_progress
+
+    reports = []
+    progress = make_progress(show)
+    try:
+        progress.start(f"{label} on {len(answers)} real answers", total=len(answers) * len(_READINGS))
+        for claims_from, extracted, rate in _READINGS:
+            tag = f"{_SOURCES.get(claims_from, f'{extractor} claims')} + {label}"
+            report, _records = run_real(
+                answers,
+                bench.scenes.get,
+                judge=judge,
+                cache=store,
+                extractor=extract if extracted else None,
+                claims_from=claims_from,  # type: ignore[arg-type]
+                rate=rate,  # type: ignore[arg-type]
+                label=f"{tag}, {rate} rate",
+                on_chunk=progress.advance,
+                image_of=lambda image_id: str(bench.images_dir / f"{image_id}.jpg"),
+            )
+            has_support = report.all.unverifiable_share is not None
+            if rate == "default" and not has_support:
+                continue  # this judge has no three-way reading: the default rate is the paper rate
+            if claims_from == "hand+completed" and not has_support:
+                continue
+            reports.append(report)
+    finally:
+        progress.close()
+    return reports
 
 
 def await_close(component: Any) -> None:
