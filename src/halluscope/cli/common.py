@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -42,7 +42,7 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False)
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print a clear error and exit (no traceback for user errors)."""
     console(stderr=True).print(f"[bold red]error:[/bold red] {message}")
     raise typer.Exit(code)
