@@ -270,6 +270,25 @@ def write_responses(responses: Iterable[Response | Mapping[str, Any]], path: Pat
     return path
 
 
+def _move_judge_aliases(
+    benchmark: str, b_options: dict[str, Any], judge: str | None, judge_options: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], str | None, Mapping[str, Any] | None]:
+    """A judge given the old way, as a benchmark option, moved into the judge slot with a FutureWarning."""
+    import warnings
+
+    from halluscope.benchmarks.judge_aliases import JudgeAliasError, move_judge_aliases
+
+    try:
+        moved = move_judge_aliases(benchmark, b_options, bool(judge or judge_options))
+    except JudgeAliasError as error:
+        message = str(error).replace("--judge/--judge-model/--judge-opt", "judge=/judge_options=")
+        raise EvaluationError(message) from error
+    if moved is None:
+        return b_options, judge, judge_options
+    warnings.warn(moved.note, FutureWarning, stacklevel=4)
+    return moved.bench_options, moved.judge, moved.judge_options
+
+
 def _check_out(out_dir: Path, fields: Mapping[str, Any], overwrite: bool) -> None:
     """Refuse, before any answer is collected or written, an ``out`` that holds another run."""
     from halluscope.runs.runner import check_run_dir
@@ -411,6 +430,7 @@ def _evaluate(
     b_options = dict(bench_options or {})
     if limit is not None:
         b_options["limit"] = limit
+    b_options, judge, judge_options = _move_judge_aliases(benchmark, b_options, judge, judge_options)
     bench = create_benchmark(benchmark, data_path, b_options)
     if cache is False:
         store = Cache(None)

@@ -97,6 +97,7 @@ def run(
         read_answers,
     )
     from halluscope.benchmarks import ScoringContext
+    from halluscope.benchmarks.judge_aliases import move_judge_aliases
     from halluscope.claims import EXTRACTORS
     from halluscope.cli.local_llm import local_llm
     from halluscope.judges import judge_registry
@@ -136,6 +137,13 @@ def run(
     bench_options = parse_options(bench_opt, "--bench-opt")
     if limit is not None:
         bench_options["limit"] = limit
+    try:  # a judge given the old way (--bench-opt judge=llm) moves into the judge slot, with a note
+        moved = move_judge_aliases(benchmark, bench_options, bool(judge or judge_model or judge_opt))
+    except ValueError as error:
+        fail(str(error))
+    if moved is not None:
+        err_console.print(f"note: {moved.note}", style="yellow", markup=False, highlight=False)
+        bench_options, judge, judge_opt = moved.bench_options, moved.judge, moved.cli_options()
     try:
         bench = create_benchmark(benchmark, data, bench_options)
     except EvaluationError as error:

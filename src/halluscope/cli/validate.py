@@ -94,6 +94,7 @@ def validate_judge(
     from halluscope.judges import JUDGES
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.progress import make_progress
+    from halluscope.stages import Judge
 
     if set_ is not None:
         from halluscope.cli.validate_real import validate_real
@@ -171,6 +172,9 @@ def validate_judge(
             judge_obj = JUDGES.create(name, cache=store, **opts)
         except (UnknownComponentError, ValueError, TypeError) as error:
             fail(f"judge {name!r}: {error}")
+            return
+        if not isinstance(judge_obj, Judge):  # a judge of whole answers (hqh-llm, mmhal-llm): no claim verdicts
+            fail(judge_obj.not_claims().reason)
             return
         progress = make_progress(show)
         try:

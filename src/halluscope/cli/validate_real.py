@@ -38,6 +38,7 @@ def validate_real(
     from halluscope.judges import JUDGES
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.progress import make_progress
+    from halluscope.stages import Judge
 
     try:
         answers = load_real_set(set_path)
@@ -68,6 +69,9 @@ def validate_real(
             judge = JUDGES.create(name, cache=store, **options)
         except (UnknownComponentError, ValueError, TypeError) as error:
             fail(f"judge {name!r}: {error}")
+            return
+        if not isinstance(judge, Judge):  # a judge of whole answers (hqh-llm, mmhal-llm): no claim verdicts
+            fail(judge.not_claims().reason)
             return
         readings: list[tuple[str, Any, str]] = [
             ("answer", extract, "paper"),

@@ -117,8 +117,8 @@ class HQHJudgement:
         }
 
 
-class HQHJudge(AnswerJudge):
-    """A judge of whole HQH answers. ``judge_many`` (claim verdicts) does not apply and says so."""
+class HQHJudge(AnswerJudge[HQHItem, HQHJudgement]):
+    """A judge of whole HQH answers; :meth:`grade_many` is :meth:`judge_answers`, the name HQH's code uses."""
 
     answers_of = "HQH"
     benchmark_option = "hqh"
@@ -126,6 +126,9 @@ class HQHJudge(AnswerJudge):
     @abstractmethod
     async def judge_answers(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
         """One judgement per answer, in order; a :class:`Failure` where judging failed (redone on resume)."""
+
+    async def grade_many(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
+        return await self.judge_answers(items)
 
 
 # -- prompts ---------------------------------------------------------------------------------------------------

@@ -84,8 +84,8 @@ class MMHalRating:
         }
 
 
-class MMHalJudge(AnswerJudge):
-    """A judge of whole MMHal-Bench answers. ``judge_many`` (claim verdicts) does not apply and says so."""
+class MMHalJudge(AnswerJudge[MMHalItem, MMHalRating]):
+    """A judge of whole MMHal-Bench answers; :meth:`grade_many` is :meth:`rate_answers`."""
 
     answers_of = "MMHal-Bench"
     benchmark_option = "mmhal"
@@ -93,6 +93,9 @@ class MMHalJudge(AnswerJudge):
     @abstractmethod
     async def rate_answers(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
         """One rating per answer, in order; a :class:`Failure` where the call failed (redone on resume)."""
+
+    async def grade_many(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
+        return await self.rate_answers(items)
 
 
 # -- parsing ---------------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from halluscope.judges.llm import context_prompt, evidence_for, reference_lines,
 from halluscope.llm.client import FATAL_ERRORS, LLMError, stage_client
 from halluscope.options import check_options
 from halluscope.scene.direction import reference_text
-from halluscope.stages import Failure, JudgeItem
+from halluscope.stages import Failure, Judge, JudgeItem
 from halluscope.types import Claim, ErrorType, Support, Verdict, VerdictLabel
 
 __all__ = ["AnswerGrade", "VLMJudge", "parse_answer_reply", "parse_claim_reply"]
@@ -152,7 +152,7 @@ def parse_answer_reply(reply: str) -> AnswerGrade:
     return AnswerGrade(grade == "correct", explanation)
 
 
-class VLMJudge(HQHJudge):
+class VLMJudge(HQHJudge, Judge):
     """``vlm``: a VLM on an OpenAI-compatible endpoint that sees the photo. Options: ``model``, ``base_url``,
     ``api_key_env``, ``concurrency``, ``timeout_s``, ``max_retries``, ``max_side`` (longest image side sent,
     pixels; default 768), ``cache``.
