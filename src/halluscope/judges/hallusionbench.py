@@ -172,9 +172,9 @@ class LLMGrader(HallusionGrader):
     ) -> None:
         given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
         self.options = LLMStageOptions.parse(
-            "judge 'llm' (HallusionBench)", given, timeout_s=60.0, max_tokens=REPLY_TOKENS
+            "the HallusionBench grader", given, timeout_s=60.0, max_tokens=REPLY_TOKENS
         )
-        self.client = llm_stage_client("the HallusionBench judge", self.options, cache=cache)
+        self.client = llm_stage_client("the HallusionBench grader", self.options, cache=cache)
 
     def identity(self) -> dict[str, Any]:
         return {"judge": self.name, "grades": self.answers_of, **self.client.identity()}
