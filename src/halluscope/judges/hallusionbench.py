@@ -174,6 +174,7 @@ class LLMGrader(HallusionGrader):
         self.options = LLMStageOptions.parse(
             "the HallusionBench grader", given, timeout_s=60.0, max_tokens=REPLY_TOKENS
         )
+        self.max_tokens = self.options.max_tokens or REPLY_TOKENS
         self.client = llm_stage_client("the HallusionBench grader", self.options, cache=cache)
 
     def identity(self) -> dict[str, Any]:
@@ -191,7 +192,7 @@ class LLMGrader(HallusionGrader):
             prompt = GRADER_PROMPT.format(question=question, reference=reference, prediction=prediction)
             try:
                 result = await self.client.chat(
-                    [{"role": "user", "content": prompt}], max_tokens=self.options.max_tokens, keep=_usable
+                    [{"role": "user", "content": prompt}], max_tokens=self.max_tokens, keep=_usable
                 )
             except (LLMAuthError, LLMBadRequestError):
                 raise

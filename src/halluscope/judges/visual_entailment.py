@@ -124,6 +124,7 @@ class VLMEntailment(VisualEntailment):
             "entailment 'vlm'", given, ["max_side"], timeout_s=120.0, max_tokens=5
         )
         self.client = llm_stage_client("entailment 'vlm'", self.options, cache=cache)
+        self.max_tokens = self.options.max_tokens or 5
         self.max_side = int(extra.get("max_side", 768))
 
     def identity(self) -> dict[str, Any]:
@@ -149,7 +150,7 @@ class VLMEntailment(VisualEntailment):
         assert image_path is not None
         try:
             messages = self.messages(image_path, statement)
-            result = await self.client.chat(messages, temperature=0.0, max_tokens=self.options.max_tokens)
+            result = await self.client.chat(messages, temperature=0.0, max_tokens=self.max_tokens)
         except LLMAuthError:
             raise
         except LLMError as error:

@@ -35,7 +35,8 @@ class LLMStageOptions:
     ``base_url``: the OpenAI-compatible endpoint (a list: a fleet); ``api_key_env``: the *name* of the
     environment variable holding the key (a key never appears in a command line or a spec);
     ``concurrency``: requests in flight; ``timeout_s``: seconds per request; ``max_retries``: bounded
-    retries of a failed request; ``max_tokens``: the reply's token limit.
+    retries of a failed request; ``max_tokens``: the reply's token limit (None: the stage's own default,
+    which may depend on its mode).
     """
 
     model: str | None = None
@@ -44,24 +45,34 @@ class LLMStageOptions:
     concurrency: int = 4
     timeout_s: float = 60.0
     max_retries: int = 4
-    max_tokens: int = 512
+    max_tokens: int | None = None
 
     @classmethod
-    def parse(cls, component: str, options: Mapping[str, Any], **defaults: Any) -> LLMStageOptions:
+    def parse(
+        cls, component: str, options: Mapping[str, Any], *, unused: Iterable[str] = (), **defaults: Any
+    ) -> LLMStageOptions:
         """The options of ``component`` (as given on the command line: numbers may be strings), over the
-        stage's own ``defaults``; unknown options are refused, naming them and the known ones."""
-        parsed, _ = cls.split(component, options, (), **defaults)
+        stage's own ``defaults``; unknown options are refused, naming them and the known ones. ``unused``:
+        common options this stage has no use for (a fixed reply length), refused as unknown too."""
+        parsed, _ = cls.split(component, options, (), unused=unused, **defaults)
         return parsed
 
     @classmethod
     def split(
-        cls, component: str, options: Mapping[str, Any], extra: Iterable[str], **defaults: Any
+        cls,
+        component: str,
+        options: Mapping[str, Any],
+        extra: Iterable[str],
+        *,
+        unused: Iterable[str] = (),
+        **defaults: Any,
     ) -> tuple[LLMStageOptions, dict[str, Any]]:
         """As :meth:`parse`, for a stage with options of its own (``extra``): those come back apart."""
         extra = tuple(extra)
+        common = [k for k in LLM_STAGE_OPTIONS if k not in set(unused)]
         given = {k: v for k, v in options.items() if v is not None}
-        unknown = set(given) - set(LLM_STAGE_OPTIONS) - set(extra)
-        check_options(component, unknown, [*LLM_STAGE_OPTIONS, *extra])
+        unknown = set(given) - set(common) - set(extra)
+        check_options(component, unknown, [*common, *extra])
         check_options(f"{component} (its defaults)", set(defaults) - set(LLM_STAGE_OPTIONS), LLM_STAGE_OPTIONS)
         base = replace(cls(), **defaults)
         values: dict[str, Any] = {}
@@ -79,7 +90,7 @@ class LLMStageOptions:
             values[name] = value
         parsed = replace(base, **values)
         for name, low in (("concurrency", 1), ("max_tokens", 1), ("max_retries", 0)):
-            if getattr(parsed, name) < low:
+            if getattr(parsed, name) is not None and getattr(parsed, name) < low:
                 raise ValueError(f"{component}: {name} must be at least {low}, got {getattr(parsed, name)}")
         if parsed.timeout_s <= 0:
             raise ValueError(f"{component}: timeout_s must be positive, got {parsed.timeout_s}")
