@@ -169,3 +169,15 @@ def test_a_claim_benchmark_given_an_answer_judge_names_where_it_belongs() -> Non
     assert "grades whole HallusionBench answers, not claims" in failure.reason
     assert "--benchmark hallusionbench" in failure.reason
     assert asyncio.run(ParserGrader().grade_many([])) == []
+
+
+def test_every_llm_judge_of_every_slot_is_reached_by_base_url_and_model_local() -> None:
+    """``--base-url`` and ``--judge-model local`` reach a judge whose factory takes a ``base_url``; the LLM
+    judges of the new slots (HallusionBench's ``llm``, PROVE's ``vlm``) are among the names routed today."""
+    from halluscope.api import ENDPOINT_STAGES, takes_endpoint
+    from halluscope.judges import JUDGE_KINDS
+
+    for kind, registry in JUDGE_KINDS.items():
+        for name in registry.names():
+            assert takes_endpoint(registry, name) == (name in ENDPOINT_STAGES), (kind, name)
+    assert takes_endpoint(JUDGE_KINDS["answers"], "llm") and takes_endpoint(JUDGE_KINDS["visual-entailment"], "vlm")
