@@ -11,9 +11,10 @@ import pytest
 from halluscope.benchmarks import ScoringContext
 from halluscope.benchmarks.hallusionbench import HallusionBench
 from halluscope.cache import Cache
-from halluscope.judges.hallusionbench import HallusionJudge, JudgeFailure, correctness_from_reply
+from halluscope.judges.hallusionbench import HallusionGrade, HallusionItem, LLMGrader, correctness_from_reply
 from halluscope.metrics.hallusionbench import hallusion_scores
 from halluscope.runs.runner import run_benchmark
+from halluscope.stages import Failure
 from halluscope.types import Response
 from tests.paths import HALLUSIONBENCH_DIR, HALLUSIONBENCH_EXCERPT
 from tests.scripted_server import ScriptedServer, completion, error
@@ -116,15 +117,15 @@ def test_grader_reply_mapping_is_the_official_one(reply: str, code: int | None) 
 
 def test_llm_grader_reads_replies_and_failures_stay_unjudged(scripted_server: ScriptedServer) -> None:
     scripted_server.push(completion("Incorrect"), completion("correct"))
-    judge = HallusionJudge(model="grader", base_url=scripted_server.base_url, concurrency=1)
-    verdicts = asyncio.run(judge.grade_many([("Is it red?", "It is blue.", "Yes, red."),
-                                             ("Is it blue?", "It is blue.", "Yes.")]))
-    assert verdicts == [0, 1]
+    judge = LLMGrader(model="grader", base_url=scripted_server.base_url, concurrency=1)
+    verdicts = asyncio.run(judge.grade_many([HallusionItem("Is it red?", "It is blue.", "no", "Yes, red."),
+                                             HallusionItem("Is it blue?", "It is blue.", "yes", "Yes.")]))
+    assert verdicts == [HallusionGrade(0), HallusionGrade(1)]
     scripted_server.push(*[error(503, "busy") for _ in range(10)])
-    judge = HallusionJudge(model="grader", base_url=scripted_server.base_url, timeout_s=2)
-    judge.client.max_retries, judge.client.backoff_s = 1, 0.01
-    (failed,) = asyncio.run(judge.grade_many([("Is it?", "Yes.", "Yes.")]))
-    assert isinstance(failed, JudgeFailure) and "judge failed" in failed.reason
+    judge = LLMGrader(model="grader", base_url=scripted_server.base_url, timeout_s=2, max_retries=1)
+    judge.client.backoff_s = 0.01
+    (failed,) = asyncio.run(judge.grade_many([HallusionItem("Is it?", "Yes.", "yes", "Yes.")]))
+    assert isinstance(failed, Failure) and "judge failed" in failed.reason
 
 
 def test_garbled_grader_replies_are_unjudged_and_asked_again(tmp_path: Path) -> None:
@@ -133,7 +134,7 @@ def test_garbled_grader_replies_are_unjudged_and_asked_again(tmp_path: Path) -> 
     fails on the judge's share), are not cached, and the next run asks again."""
     from halluscope.runs.runner import StageFailureError
 
-    bench = HallusionBench(HB_DIR, categories=["VS"], limit=4, judge="llm", llm_model="grader")
+    bench = HallusionBench(HB_DIR, categories=["VS"], limit=4)
     samples = list(bench.samples())
     assert {s.metadata["figure_id"] for s in samples} == {"0"}
     answers = {s.id: Response(id=s.id, response=f"answer {i}") for i, s in enumerate(samples)}
@@ -151,9 +152,9 @@ def test_garbled_grader_replies_are_unjudged_and_asked_again(tmp_path: Path) -> 
 
     cache, out = Cache(tmp_path / "cache.sqlite"), tmp_path / "run"
     with ScriptedServer(responder=respond) as server:  # type: ignore[arg-type]
-        bench.llm_base_url = server.base_url
+        ctx = ScoringContext(cache=cache, judge=LLMGrader(model="grader", base_url=server.base_url))
         with pytest.raises(StageFailureError) as caught:
-            run_benchmark(bench, answers, ScoringContext(cache=cache), out, show_progress=False)
+            run_benchmark(bench, answers, ctx, out, show_progress=False)
         assert (caught.value.stage, caught.value.failed, caught.value.reached) == ("judge", 3, 4)
         report = caught.value.report
         assert report.counts["scored"] == 1 and report.counts["unclear"] == 0
@@ -164,7 +165,7 @@ def test_garbled_grader_replies_are_unjudged_and_asked_again(tmp_path: Path) -> 
 
         sent = len(server.chat_requests())
         state["fixed"] = True
-        bench._judge = None
-        again = run_benchmark(bench, answers, ScoringContext(cache=cache), out, show_progress=False)
+        ctx = ScoringContext(cache=cache, judge=LLMGrader(model="grader", base_url=server.base_url))
+        again = run_benchmark(bench, answers, ctx, out, show_progress=False)
         assert len(server.chat_requests()) == sent + 3  # the three garbled replies were not kept
     assert again.counts["scored"] == 4 and again.metrics["aAcc"] == 0.0

@@ -53,7 +53,7 @@ def test_docless_hallusion_log_with_real_answers_scores_as_vlmevalkit_did(tmp_pa
         _docless(i, d["question"], d["gt_answer_details"], answers[hallusion_id(d)]) for i, d in enumerate(docs)
     ])  # fmt: skip
     assert detect_external(log) == "lmms-eval"
-    result = evaluate("hallusionbench", data=HALLUSIONBENCH_DIR, responses=log, bench_options={"judge": "vlmevalkit"},
+    result = evaluate("hallusionbench", data=HALLUSIONBENCH_DIR, responses=log, judge="vlmevalkit",
                       only_answered=True, cache=False, out=tmp_path / "run")
     assert result.spec["responses_file"]["problems"] == 0 and result.spec["responses_file"]["answers"] == 951
     assert "visual_input != 0" in result.spec["responses_file"]["lmms_eval_doc_order"]["order"]

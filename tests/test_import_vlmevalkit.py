@@ -57,8 +57,9 @@ def test_pope_sheet_reproduces_vlmevalkit_score_csv(tmp_path: Path) -> None:
 @pytest.mark.full_data
 def test_hallusionbench_sheet_reproduces_vlmevalkit_score_csv(tmp_path: Path) -> None:
     printed = score_csv(SHEETS / "vila_8b_HallusionBench_score.csv")
-    result = evaluate("hallusionbench", data=HALLUSIONBENCH_DIR, responses=SHEETS / "vila_8b_HallusionBench.xlsx",
-                      bench_options={"judge": "vlmevalkit"}, only_answered=True, cache=False, out=tmp_path / "run")
+    with pytest.warns(FutureWarning, match="write --judge vlmevalkit"):  # the old spelling, still taken
+        result = evaluate("hallusionbench", data=HALLUSIONBENCH_DIR, responses=SHEETS / "vila_8b_HallusionBench.xlsx",
+                          bench_options={"judge": "vlmevalkit"}, only_answered=True, cache=False, out=tmp_path / "run")
     assert result.spec["responses_file"]["answers"] == 951 and result.spec["responses_file"]["problems"] == 0
     assert len(printed) == 12
     for split, values in printed.items():

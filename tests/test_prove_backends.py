@@ -13,6 +13,7 @@ import pytest
 from halluscope.benchmarks.prove import Prove
 from halluscope.cache import Cache
 from halluscope.claims.dsg import LLMTupleExtractor, RulesTupleExtractor, parse_tuple_lines
+from halluscope.judges import VISUAL_ENTAILMENT_JUDGES as JUDGES_OF_PROVE
 from halluscope.llm.client import LLMBadRequestError
 from halluscope.stages import Failure, ScoringContext
 from halluscope.types import Response
@@ -109,13 +110,14 @@ def test_itm_entailment_on_a_tiny_random_blip(tmp_path: Path) -> None:
     images = tmp_path / "images"
     images.mkdir()
     Image.new("RGB", (48, 32), (200, 30, 30)).save(images / "test_00001.jpg")  # test_00002.jpg is missing
-    bench = Prove(data=DATA, images=images, entailment="itm", entailment_model=str(model))
+    bench = Prove(data=DATA, images=images)
     cache = Cache(None)
+    itm = JUDGES_OF_PROVE.create("itm", cache=cache, model=str(model))  # --judge itm --judge-model MODEL
     samples = list(bench.samples())
     answers = {"test_00001-2": "The puppies lie on a rug next to a red ball.",
                "test_00002-0": "A green motorcycle is parked."}
     pairs = [(s, Response(id=s.id, response=answers[s.id])) for s in samples if s.id in answers]
-    records = {r.id: r for r in asyncio.run(bench.score_many(pairs, ScoringContext(cache=cache)))}
+    records = {r.id: r for r in asyncio.run(bench.score_many(pairs, ScoringContext(cache=cache, judge=itm)))}
     ball = records["test_00001-2"]
     matches = ball.metadata["response_matches"]
     asked = [m for m in matches if m["entailment"] is not None]

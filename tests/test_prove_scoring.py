@@ -14,6 +14,7 @@ import pytest
 from halluscope.benchmarks import BENCHMARKS
 from halluscope.benchmarks.prove import Prove, ProveDataError
 from halluscope.cache import Cache
+from halluscope.judges.visual_entailment import VisualEntailment, VLMEntailment
 from halluscope.scene.tuples import parse_tuple
 from halluscope.stages import ScoringContext
 from halluscope.types import Claim, Response, SampleRecord
@@ -31,9 +32,11 @@ RESPONSES = {
 }
 
 
-def score(bench: Prove, responses: dict[str, Response], cache: Cache | None = None) -> list[SampleRecord]:
+def score(
+    bench: Prove, responses: dict[str, Response], cache: Cache | None = None, judge: VisualEntailment | None = None
+) -> list[SampleRecord]:
     samples = list(bench.samples())
-    ctx = ScoringContext(cache=cache or Cache(None))
+    ctx = ScoringContext(cache=cache or Cache(None), judge=judge)
     return asyncio.run(bench.score_many([(s, responses.get(s.id)) for s in samples], ctx))
 
 
@@ -182,11 +185,11 @@ def test_vlm_entailment_maps_yes_maybe_no_and_names_garbage(tmp_path: Path) -> N
         return completion(replies[word] if word else "no")
 
     with ScriptedServer(responder=respond) as server:
-        bench = Prove(data=DATA, images=images, entailment="vlm", entailment_model="scripted-vlm",
-                      entailment_base_url=server.base_url)
+        bench = Prove(data=DATA, images=images)
+        vlm = VLMEntailment(model="scripted-vlm", base_url=server.base_url)  # --judge vlm --judge-model ...
         texts = {"test_00001-2": "The puppies lie on a rug next to a red ball.",
                  "test_00001-1": "The puppies are brown.", "test_00002-0": "A green motorcycle is parked."}
-        records = {r.id: r for r in score(bench, as_responses(texts))}
+        records = {r.id: r for r in score(bench, as_responses(texts), judge=vlm)}
         asked = len(server.chat_requests())
     matches = {m["tuple"]: m for m in records["test_00001-2"].metadata["response_matches"]}
     assert matches["entity - whole (ball)"]["entailment"] == 0.5
@@ -207,8 +210,9 @@ def test_vlm_entailment_maps_yes_maybe_no_and_names_garbage(tmp_path: Path) -> N
 
 def test_missing_image_with_entailment_is_named(tmp_path: Path) -> None:
     with ScriptedServer(responder=lambda body: completion("yes")) as server:
-        bench = Prove(data=DATA, images=tmp_path, entailment="vlm", entailment_model="m",
-                      entailment_base_url=server.base_url)
+        with pytest.warns(FutureWarning, match="--judge vlm"):  # the old spelling still works, with a note
+            bench = Prove(data=DATA, images=tmp_path, entailment="vlm", entailment_model="m",
+                          entailment_base_url=server.base_url)
         record = score(bench, as_responses({"test_00002-0": "A green motorcycle."}))[2]
     assert record.metadata["tscore"] is None and "image not found" in record.metadata["tscore_error"]
 

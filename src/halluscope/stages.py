@@ -1,4 +1,5 @@
-"""The interfaces of the pipeline's pluggable stages: benchmarks, claim extractors and claim judges.
+"""The interfaces of the pipeline's pluggable stages: benchmarks, claim extractors, and judges of claims
+or of whole answers.
 
 A benchmark scores in its own way (Tri-HE extracts claims and judges them against a scene graph;
 Reefknot parses a yes/no or a letter; HQH asks a judge), so scoring lives with the benchmark, while the
@@ -17,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from halluscope.cache import Cache
 from halluscope.types import Claim, MetricsReport, Response, Sample, SampleRecord, Verdict
@@ -83,20 +84,46 @@ class Judge(ABC):
         """Release clients or models."""
 
 
-class AnswerJudge(Judge):
-    """A judge of whole answers (HQH, MMHal-Bench) rather than of claims: its benchmark calls its own grading
-    method, and ``judge_many`` (claim verdicts) fails every item, naming the benchmark it belongs to."""
+ItemT = TypeVar("ItemT")
+GradeT = TypeVar("GradeT")
 
+
+class AnswerJudge(ABC, Generic[ItemT, GradeT]):
+    """A judge of whole answers rather than of claims (HQH's correct/incorrect, MMHal-Bench's 0-6 rating,
+    HallusionBench's correct/incorrect/unclear, PROVE's visual entailment of a statement).
+
+    What an item holds and what a grade says differ by benchmark, so the protocol is generic in both; a
+    benchmark checks that the judge in its slot grades its kind of item and says which judges do when not.
+    It fills the same judge slot as a claim :class:`Judge` (``--judge``, ``--judge-model``, ``--judge-opt``),
+    and reports a per-item :class:`Failure` instead of raising, like every stage.
+    """
+
+    name: ClassVar[str]
     #: The benchmark whose answers it grades, as named to users and on the command line.
     answers_of: ClassVar[str]
     benchmark_option: ClassVar[str]
 
-    async def judge_many(self, items: Sequence[JudgeItem]) -> list[list[Verdict] | Failure]:
-        reason = (
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes this judge's grades; part of cache keys and of ``spec.json``."""
+        return {"judge": self.name}
+
+    @abstractmethod
+    async def grade_many(self, items: Sequence[ItemT]) -> list[GradeT | Failure]:
+        """One grade per item, in order; a :class:`Failure` where grading it failed (redone on resume)."""
+
+    async def aclose(self) -> None:
+        """Release clients or models."""
+
+    def not_claims(self) -> Failure:
+        """Why this judge cannot fill the slot of a benchmark that judges claims."""
+        return Failure(
             f"judge {self.name!r} grades whole {self.answers_of} answers, not claims; use it with "
             f"--benchmark {self.benchmark_option}"
         )
-        return [Failure(reason) for _ in items]
+
+
+#: Whatever fills a run's judge slot: a judge of claims or a judge of whole answers.
+AnyJudge = Judge | AnswerJudge[Any, Any]
 
 
 @dataclass
@@ -105,7 +132,7 @@ class ScoringContext:
 
     cache: Cache
     extractor: Extractor | None = None
-    judge: Judge | None = None
+    judge: AnyJudge | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -116,8 +143,10 @@ class Benchmark(ABC):
     #: The extractor and judge used when the user names none (None where the benchmark needs none).
     default_extractor: ClassVar[str | None] = None
     default_judge: ClassVar[str | None] = None
-    #: Which judges fill this benchmark's judge slot: "claims" (claim vs scene graph, ``judges.JUDGES``) or
-    #: "entailment" (statement vs statement, ``judges.ENTAILMENT_JUDGES``).
+    #: Which judges fill this benchmark's judge slot (``judges.judge_registry``): "claims" (claim vs scene
+    #: graph, ``judges.JUDGES``), "entailment" (statement vs statement, ``judges.ENTAILMENT_JUDGES``),
+    #: "answers" (a whole answer vs its reference, ``judges.ANSWER_JUDGES``) or "visual-entailment" (a
+    #: statement vs the image, ``judges.VISUAL_ENTAILMENT_JUDGES``).
     judge_kind: ClassVar[str] = "claims"
     #: What a run that asks a model does with selected samples whose image is missing: "refuse" to start,
     #: or "fail" them and go on (the ``missing_images`` benchmark option; see benchmarks/images.py).

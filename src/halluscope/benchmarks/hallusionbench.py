@@ -11,22 +11,28 @@ Questions with ``visual_input`` 0 are asked without a figure by design: they car
 Sample ids are ``<category>-<subcategory>-<set_id>-<figure_id>-<question_id>`` (the key the official code
 asserts unique), e.g. ``VD-illusion-0-0-0``.
 
-Correctness of each answer, coded as the official code codes it (1 correct, 0 incorrect, 2 unclear):
+Correctness of each answer, coded as the official code codes it (1 correct, 0 incorrect, 2 unclear), comes
+from the grader in the run's judge slot (``judge_kind`` "answers"; :mod:`halluscope.judges.hallusionbench`):
 
-- ``judge=parser`` (default, offline): the shared yes/no parser reads the prediction; agreeing with
+- ``--judge parser`` (default, offline): the shared yes/no parser reads the prediction; agreeing with
   ``gt_answer`` is 1, disagreeing 0, no readable yes/no (refusal, hedge) 2;
-- ``judge=vlmevalkit``: VLMEvalKit's exact-matching reading and its rating (fAcc over every figure group,
+- ``--judge vlmevalkit``: VLMEvalKit's exact-matching reading and its rating (fAcc over every figure group,
   no "unclear" codes), to reproduce a VLMEvalKit ``HallusionBench_score.csv``
   (:mod:`halluscope.metrics.vlmevalkit`);
-- ``judge=llm``: an LLM grader on any OpenAI-compatible endpoint (the paper's way; see
-  :mod:`halluscope.judges.hallusionbench`), bounded retries, unjudged (redone next run) when it fails.
+- ``--judge llm --judge-model M``: an LLM grader on any OpenAI-compatible endpoint (the paper's way),
+  bounded retries, unjudged (redone next run) when it fails.
+
+The old spelling, ``--bench-opt judge=llm`` with ``llm_model``, ``llm_base_url``, ``llm_api_key_env``, still
+works: the orchestrator moves it into the judge slot with a note (:mod:`halluscope.benchmarks.judge_aliases`).
+Built directly in Python (``HallusionBench(judge="llm", llm_model=...)``), the benchmark keeps such a grader
+for runs whose context has no judge, with a ``FutureWarning``.
 
 Metrics (:mod:`halluscope.metrics.hallusionbench`): aAcc, qAcc, fAcc, easy and hard, VD / VS, and the
 language-hallucination / visual-illusion analysis. The official result layout (``HallusionBench.json``
 rows with ``model_prediction``, e.g. ``HallusionBench_result_sample.json``) is accepted as responses.
 
-Benchmark options: ``categories`` (``VD,VS``), ``limit``, ``judge`` (``parser`` | ``llm`` | ``vlmevalkit``),
-``llm_model``, ``llm_base_url``, ``llm_api_key_env``, ``images``, ``missing_images`` (``refuse`` | ``fail``), ``prompt``
+Benchmark options: ``categories`` (``VD,VS``), ``limit``, ``images``, ``missing_images`` (``refuse`` |
+``fail``), ``prompt``
 (``question``: the question as the file gives it, as the official code and lmms-eval send it; ``yesno``:
 followed by " Please answer yes or no."; ``short``: followed by LLaVA's "Answer the question using a single
 word or phrase.").
@@ -35,6 +41,7 @@ word or phrase.").
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -46,8 +53,10 @@ from halluscope.benchmarks.images import TEXT_ONLY, check_missing_policy, find_i
 from halluscope.benchmarks.pope import PROMPTS
 from halluscope.cache import default_cache_dir
 from halluscope.judges.answers import parse_yes_no
+from halluscope.judges.hallusionbench import HallusionGrade, HallusionGrader, HallusionItem
 from halluscope.options import check_options
 from halluscope.responses import ResponsesFile
+from halluscope.stages import Failure
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["HallusionBench", "hallusion_id"]
@@ -55,7 +64,6 @@ __all__ = ["HallusionBench", "hallusion_id"]
 OFFICIAL_URL = "https://raw.githubusercontent.com/tianyi-lab/HallusionBench/main/HallusionBench.json"
 _ID_FIELDS = ("category", "subcategory", "set_id", "figure_id", "question_id")
 _REQUIRED = (*_ID_FIELDS, "question", "gt_answer")
-_JUDGES = ("parser", "llm", "vlmevalkit")
 
 
 def hallusion_id(row: Mapping[str, Any]) -> str:
@@ -77,6 +85,8 @@ def _resolve(data: Path | None) -> Path:
 
 class HallusionBench(Benchmark):
     name: ClassVar[str] = "hallusionbench"
+    default_judge: ClassVar[str | None] = "parser"
+    judge_kind: ClassVar[str] = "answers"
 
     def __init__(
         self,
@@ -84,7 +94,7 @@ class HallusionBench(Benchmark):
         *,
         categories: Sequence[str] = ("VD", "VS"),
         limit: int | None = None,
-        judge: str = "parser",
+        judge: str | None = None,
         llm_model: str | None = None,
         llm_base_url: str | None = None,
         llm_api_key_env: str | None = None,
@@ -103,11 +113,27 @@ class HallusionBench(Benchmark):
         if limit is not None and limit < 1:
             raise ValueError("limit must be at least 1")
         self.limit = limit
-        if judge not in _JUDGES:
-            raise ValueError(f"unknown HallusionBench judge {judge!r}; choose parser, llm or vlmevalkit")
-        self.judge_name = judge
-        self.llm_model, self.llm_base_url, self.llm_api_key_env = llm_model, llm_base_url, llm_api_key_env
-        self._judge: Any = None
+        # The old spelling of the grader (a benchmark option): kept for contexts without a judge.
+        legacy = {"model": llm_model, "base_url": llm_base_url, "api_key_env": llm_api_key_env}
+        self.legacy_judge: tuple[str, dict[str, Any]] | None = None
+        if judge is not None or any(v is not None for v in legacy.values()):
+            from halluscope.judges import ANSWER_JUDGES
+
+            name = judge or "parser"
+            if name not in ANSWER_JUDGES.names():
+                raise ValueError(
+                    f"unknown HallusionBench judge {name!r}; choose one of: {', '.join(ANSWER_JUDGES.names())}"
+                )
+            self.legacy_judge = (name, {k: v for k, v in legacy.items() if v is not None})
+            warnings.warn(
+                f"HallusionBench(judge=..., llm_*=...) is the old spelling of the grader; give it in the judge "
+                f"slot instead: --judge {name} (Python: judge={name!r}, judge_options={{'model': ...}})",
+                FutureWarning,
+                stacklevel=2,
+            )
+        self._legacy_grader: HallusionGrader | None = None
+        #: The grader that scored in this process (its name decides the metrics' headline).
+        self.grader_name: str | None = self.legacy_judge[0] if self.legacy_judge else None
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> HallusionBench:
@@ -123,7 +149,7 @@ class HallusionBench(Benchmark):
             data=data,
             categories=categories,
             limit=int(options["limit"]) if options.get("limit") else None,
-            judge=str(options.get("judge", "parser")),
+            judge=str(options["judge"]) if options.get("judge") is not None else None,
             llm_model=options.get("llm_model"),
             llm_base_url=options.get("llm_base_url"),
             llm_api_key_env=options.get("llm_api_key_env"),
@@ -184,15 +210,18 @@ class HallusionBench(Benchmark):
         return find_image(self.images, [relative], ["hallusion_bench"])
 
     def spec(self) -> dict[str, Any]:
-        judge: dict[str, Any] = {"judge": self.judge_name}
-        if self.judge_name == "llm":
-            judge.update(model=self.llm_model, base_url=self.llm_base_url)
+        """The data and selection; the grader is the run's judge (``spec.json``'s ``judge``), except the one
+        of the old spelling, given to the constructor, which is recorded here."""
+        legacy: dict[str, Any] = {}
+        if self.legacy_judge is not None:
+            name, options = self.legacy_judge
+            legacy = {"judge": {"judge": name, **{k: v for k, v in options.items() if k != "api_key_env"}}}
         return {
             "benchmark": self.name,
             "data": str(self.path),
             "categories": list(self.categories),
             "limit": self.limit,
-            "judge": judge,
+            **legacy,
             **({"prompt": self.prompt} if self.prompt != "question" else {}),
             **image_spec(self.images, self.samples(), self.missing_images),
         }
@@ -243,13 +272,48 @@ class HallusionBench(Benchmark):
             result.responses[sample_id] = Response(id=sample_id, response=answer)
         return result
 
+    def grader(self, ctx: ScoringContext) -> HallusionGrader:
+        """The run's judge slot; else the grader of the old spelling given to the constructor; else the
+        offline parser. A judge of another kind in the slot is refused, naming the graders."""
+        if ctx.judge is not None:
+            if self.legacy_judge is not None:
+                raise ValueError(
+                    "the HallusionBench grader is given twice: to the benchmark (judge=, llm_*=, the old "
+                    "spelling) and in the judge slot; give it in the judge slot only"
+                )
+            if not isinstance(ctx.judge, HallusionGrader):
+                raise ValueError(
+                    f"judge {ctx.judge.name!r} cannot grade HallusionBench answers; use --judge parser, "
+                    "vlmevalkit or llm"
+                )
+            return ctx.judge
+        if self._legacy_grader is None:
+            from halluscope.judges import ANSWER_JUDGES
+
+            name, options = self.legacy_judge or ("parser", {})
+            grader = ANSWER_JUDGES.create(name, cache=ctx.cache, **options)
+            assert isinstance(grader, HallusionGrader)
+            self._legacy_grader = grader
+        return self._legacy_grader
+
     async def score_many(
         self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
     ) -> list[SampleRecord]:
-        parsed = {s.id: parse_yes_no(r.response, question=s.prompt) for s, r in pairs if r is not None}
-        graded: dict[str, int | str] = {}
-        if self.judge_name == "llm":
-            graded = await self._grade([(s, r) for s, r in pairs if r is not None], ctx)
+        grader = self.grader(ctx)
+        self.grader_name = grader.name
+        answered = [(s, r) for s, r in pairs if r is not None]
+        items = [
+            HallusionItem(
+                question=s.prompt,
+                reference=str(s.metadata.get("gt_answer_details") or s.metadata["label"]),
+                label=s.metadata["label"],
+                prediction=r.response,
+            )
+            for s, r in answered
+        ]
+        graded: dict[str, HallusionGrade | Failure] = dict(
+            zip((s.id for s, _ in answered), await grader.grade_many(items), strict=True)
+        )
         records = []
         for sample, response in pairs:
             meta = sample.metadata
@@ -257,23 +321,16 @@ class HallusionBench(Benchmark):
             extras["type"] = meta["subcategory"]  # what ``halluscope quality``'s coverage table counts
             failure = None if response is not None else "no response for this sample"
             if response is not None:
-                reading = parsed[sample.id]
+                reading = parse_yes_no(response.response, question=sample.prompt)
                 extras["prediction"] = reading.value
                 extras["parse"] = reading.how
-                if self.judge_name == "vlmevalkit":
-                    from halluscope.metrics.vlmevalkit import vlmevalkit_yes_no
-
-                    extras["vlmevalkit_reading"] = vlmevalkit_yes_no(response.response)
-                    extras["correctness"] = int(extras["vlmevalkit_reading"].lower() == meta["label"])
-                elif self.judge_name == "llm":
-                    verdict = graded[sample.id]
-                    if isinstance(verdict, str):
-                        failure, extras["correctness"] = verdict, None
-                        extras["failed_stage"] = "judge"
-                    else:
-                        extras["correctness"] = verdict
+                grade = graded[sample.id]
+                if isinstance(grade, Failure):
+                    failure, extras["correctness"] = grade.reason, None
+                    extras["failed_stage"] = "judge"
                 else:
-                    extras["correctness"] = 2 if reading.value is None else int(reading.value == meta["label"])
+                    extras.update(grade.fields)
+                    extras["correctness"] = grade.correctness
             records.append(
                 SampleRecord(
                     id=sample.id,
@@ -287,33 +344,15 @@ class HallusionBench(Benchmark):
             )
         return records
 
-    async def _grade(
-        self, pairs: Sequence[tuple[Sample, Response]], ctx: ScoringContext
-    ) -> dict[str, int | str]:
-        from halluscope.judges.hallusionbench import HallusionJudge, JudgeFailure
-
-        if self._judge is None:
-            self._judge = HallusionJudge(
-                model=self.llm_model,
-                base_url=self.llm_base_url,
-                api_key_env=self.llm_api_key_env,
-                cache=ctx.cache,
-            )
-        items = [
-            (s.prompt, str(s.metadata.get("gt_answer_details") or s.metadata["label"]), r.response)
-            for s, r in pairs
-        ]
-        verdicts = await self._judge.grade_many(items)
-        return {
-            s.id: (v.reason if isinstance(v, JudgeFailure) else v)
-            for (s, _), v in zip(pairs, verdicts, strict=True)
-        }
-
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.hallusionbench import hallusion_metrics
 
         report = hallusion_metrics(records, benchmark=self.name)
-        if self.judge_name == "vlmevalkit":
+        # The grader that scored in this process; after a resume that scored nothing, the records tell.
+        vlmevalkit = self.grader_name == "vlmevalkit" or (
+            self.grader_name is None and any("vlmevalkit_reading" in (r.model_extra or {}) for r in records)
+        )
+        if vlmevalkit:
             from halluscope.metrics.vlmevalkit import hallusion_vlmevalkit_report
 
             report = hallusion_vlmevalkit_report(records, report)

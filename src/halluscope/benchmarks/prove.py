@@ -25,9 +25,14 @@ its questions become PROVE items with exact tuples (the known-truth setting).
 **Benchmark options** (``--bench-opt key=value``): ``images`` (folder of the images), ``tuples``
 (``rules`` offline default | ``llm``), ``tuple_model``, ``tuple_base_url``, ``tuple_api_key_env``,
 ``embedding_model`` (any sentence-transformers model; default the packaged all-MiniLM-L6-v2),
-``entailment`` (``none`` default | ``vlm`` | ``itm``), ``entailment_model``, ``entailment_base_url``,
-``entailment_api_key_env``, ``tuple_text`` (``phrase`` | ``raw``), ``device``, ``limit``, ``hub_repo``,
+``tuple_text`` (``phrase`` | ``raw``), ``device``, ``limit``, ``hub_repo``,
 ``missing_images`` (``refuse`` | ``fail``: what a run asking a model does when images are missing).
+**Visual entailment** (Eq. 2's second chance for a tuple the scene graph does not cover) is the run's judge
+slot (``judge_kind`` "visual-entailment"): ``--judge none`` (default), ``--judge vlm --judge-model M``
+(any VLM on an OpenAI-compatible endpoint) or ``--judge itm`` (a transformers ITM model; ``--judge-opt
+device=cuda``). The old spelling, ``--bench-opt entailment=vlm`` with ``entailment_model``,
+``entailment_base_url`` and ``entailment_api_key_env``, still works: the orchestrator moves it into the judge
+slot with a note; given to the constructor in Python it is used where the run's context has no judge.
 Without ``images``, each item's ``image`` is looked for in ``images/`` next to the data, then beside it.
 An ``--extractor`` given on the command line replaces the tuple extractor: its claims become tuples.
 Responses may carry their own ``tuples`` (DSG strings) or ``claims``; those skip extraction.
@@ -37,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -48,7 +54,7 @@ from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.images import check_missing_policy, image_spec
 from halluscope.claims.dsg import TUPLE_EXTRACTORS, TupleExtractor
 from halluscope.judges.prove import ProveItem, ProveResult, ProveScorer
-from halluscope.judges.visual_entailment import make_visual_entailment
+from halluscope.judges.visual_entailment import VisualEntailment, make_visual_entailment
 from halluscope.metrics.prove import prove_metrics, question_type
 from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
@@ -255,6 +261,8 @@ class Prove(Benchmark):
     """PROVE's open questions, scored by hscore / tscore (see the module docstring)."""
 
     name: ClassVar[str] = "prove"
+    default_judge: ClassVar[str | None] = "none"
+    judge_kind: ClassVar[str] = "visual-entailment"
 
     def __init__(
         self,
@@ -266,7 +274,7 @@ class Prove(Benchmark):
         tuple_base_url: str | None = None,
         tuple_api_key_env: str | None = None,
         embedding_model: str | None = None,
-        entailment: str = "none",
+        entailment: str | None = None,
         entailment_model: str | None = None,
         entailment_base_url: str | None = None,
         entailment_api_key_env: str | None = None,
@@ -292,16 +300,26 @@ class Prove(Benchmark):
                               "api_key_env": tuple_api_key_env}.items() if v is not None
         }
         self.embedding_model = embedding_model
-        self.entailment_kind = entailment
-        self.entailment_options = {
+        # The old spelling of the visual entailment (benchmark options): kept for contexts without a judge.
+        options = {
             k: v for k, v in {"model": entailment_model, "base_url": entailment_base_url,
                               "api_key_env": entailment_api_key_env}.items() if v is not None
         }
-        if entailment == "itm":
-            self.entailment_options.pop("base_url", None)
-            self.entailment_options.pop("api_key_env", None)
-            self.entailment_options["device"] = device
-        make_visual_entailment(entailment, **dict(self.entailment_options))  # fail early on a bad name
+        self.legacy_entailment: tuple[str, dict[str, Any]] | None = None
+        if entailment is not None or options:
+            kind = entailment or "none"
+            if kind == "itm":
+                options.pop("base_url", None)
+                options.pop("api_key_env", None)
+                options["device"] = device
+            make_visual_entailment(kind, **dict(options))  # fail early on a bad name or option
+            self.legacy_entailment = (kind, options)
+            warnings.warn(
+                f"Prove(entailment=..., entailment_*=...) is the old spelling of PROVE's visual entailment; "
+                f"give it in the judge slot instead: --judge {kind} (Python: judge={kind!r})",
+                FutureWarning,
+                stacklevel=2,
+            )
         self.tuple_text = tuple_text
         self.device = device
         self.limit = limit
@@ -382,11 +400,17 @@ class Prove(Benchmark):
             "limit": self.limit,
             "tuples": {"extractor": self.tuples, **{k: v for k, v in self.tuple_options.items() if k != "api_key_env"}},
             "embedding_model": self.embedding_model,
-            "entailment": {"kind": self.entailment_kind, **{k: v for k, v in self.entailment_options.items()
-                                                            if k != "api_key_env"}},
+            **self._legacy_spec(),
             "tuple_text": self.tuple_text,
             **image_spec(self.images, self.samples(), self.missing_images),
         }
+
+    def _legacy_spec(self) -> dict[str, Any]:
+        """The entailment given the old way, to the constructor (else it is the run's judge, in ``judge``)."""
+        if self.legacy_entailment is None:
+            return {}
+        kind, options = self.legacy_entailment
+        return {"entailment": {"kind": kind, **{k: v for k, v in options.items() if k != "api_key_env"}}}
 
     def samples(self) -> Iterator[Sample]:
         for count, row in enumerate(self.rows):
@@ -418,11 +442,25 @@ class Prove(Benchmark):
             self._extractor = TUPLE_EXTRACTORS.create(self.tuples, cache=ctx.cache, **self.tuple_options)
         return self._extractor
 
+    def visual_entailment(self, ctx: ScoringContext) -> VisualEntailment:
+        """The run's judge slot; else the entailment of the old spelling given to the constructor; else none."""
+        if ctx.judge is not None:
+            if self.legacy_entailment is not None:
+                raise ValueError(
+                    "PROVE's visual entailment is given twice: to the benchmark (entailment=, the old spelling) "
+                    "and in the judge slot; give it in the judge slot only"
+                )
+            if not isinstance(ctx.judge, VisualEntailment):
+                raise ValueError(
+                    f"judge {ctx.judge.name!r} is no visual entailment; PROVE takes --judge none, vlm or itm"
+                )
+            return ctx.judge
+        kind, options = self.legacy_entailment or ("none", {})
+        return make_visual_entailment(kind, cache=ctx.cache, **dict(options))
+
     def scorer(self, ctx: ScoringContext) -> ProveScorer:
         if self._scorer is None:
-            entailment = make_visual_entailment(
-                self.entailment_kind, cache=ctx.cache, **dict(self.entailment_options)
-            )
+            entailment = self.visual_entailment(ctx)
             self._scorer = ProveScorer(
                 embedding_model=self.embedding_model, entailment=entailment, tuple_text=self.tuple_text,
                 cache=ctx.cache, device=self.device,

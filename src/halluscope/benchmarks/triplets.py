@@ -19,7 +19,7 @@ from typing import Any
 from halluscope.benchmarks.base import ScoringContext
 from halluscope.cache import content_key
 from halluscope.scene.graph import SceneGraph
-from halluscope.stages import Failure, JudgeItem
+from halluscope.stages import Failure, Judge, JudgeItem
 from halluscope.types import Claim, JudgedClaim, Response, Sample, SampleRecord, Verdict, VerdictLabel
 
 EXTRACT_NAMESPACE = "extract"
@@ -62,6 +62,8 @@ async def _judge(items: list[JudgeItem], ctx: ScoringContext) -> list[list[Verdi
     """Verdicts for each item, from the cache where possible."""
     if ctx.judge is None:
         return [Failure("no judge was chosen")] * len(items)
+    if not isinstance(ctx.judge, Judge):
+        return [ctx.judge.not_claims()] * len(items)
     identity = ctx.judge.identity()
     keys = [_judge_key(identity, item) for item in items]
     cached = ctx.cache.get_many(JUDGE_NAMESPACE, keys)

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from halluscope.cache import Cache
-from halluscope.llm.client import FATAL_ERRORS, LLMError, stage_client
-from halluscope.options import check_options
+from halluscope.llm.client import FATAL_ERRORS, LLMError
+from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.registry import Registry
 from halluscope.scene.tuples import SceneTuple, TupleParseError, claims_to_tuples, parse_tuple
 from halluscope.stages import Failure
@@ -119,8 +119,9 @@ def parse_tuple_lines(reply: str) -> list[SceneTuple]:
 
 
 class LLMTupleExtractor(TupleExtractor):
-    """Answer → DSG tuples with an LLM. Options: ``model``, ``base_url``, ``api_key_env``, ``concurrency``,
-    ``timeout_s``, ``max_tokens``, ``cache``."""
+    """Answer → DSG tuples with an LLM. Options: those of every LLM stage
+    (:class:`~halluscope.llm.stage.LLMStageOptions`; ``timeout_s`` 120 and ``max_tokens`` 512 by default),
+    ``cache``."""
 
     name: ClassVar[str] = "llm"
 
@@ -130,21 +131,13 @@ class LLMTupleExtractor(TupleExtractor):
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
-        max_tokens: int = 512,
         cache: Cache | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> None:
-        check_options(
-            "tuple extractor 'llm'", unknown,
-            ["model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_tokens", "cache"],
-        )
-        self.client = stage_client(
-            "tuple extractor 'llm'", model=model, base_url=base_url, api_key_env=api_key_env,
-            concurrency=int(concurrency), timeout_s=float(timeout_s), cache=cache,
-        )
-        self.max_tokens = int(max_tokens)
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        parsed = LLMStageOptions.parse("tuple extractor 'llm'", given, timeout_s=120.0, max_tokens=512)
+        self.client = llm_stage_client("tuple extractor 'llm'", parsed, cache=cache)
+        self.max_tokens = parsed.max_tokens or 512
 
     def identity(self) -> dict[str, Any]:
         return {

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from halluscope.cache import Cache
-from halluscope.llm.client import FATAL_ERRORS, LLMError, stage_client
-from halluscope.options import check_options
+from halluscope.llm.client import FATAL_ERRORS, LLMError
+from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.stages import Extractor, Failure
 from halluscope.types import Claim
 
@@ -105,15 +105,12 @@ def parse_triples(reply: str) -> list[Claim]:
     return claims
 
 
-_OPTIONS = (
-    "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "max_tokens", "cache"
-)  # fmt: skip
 
 
 class LLMExtractor(Extractor):
-    """Answer → triples with an LLM, Tri-HE style. Options: ``model``, ``base_url``, ``api_key_env``,
-    ``concurrency``, ``timeout_s``, ``max_retries``, ``max_tokens`` (per answer), ``cache`` (chat results
-    cached by content).
+    """Answer → triples with an LLM, Tri-HE style. Options: those of every LLM stage
+    (:class:`~halluscope.llm.stage.LLMStageOptions`; ``timeout_s`` 120 and ``max_tokens`` per answer 512 by
+    default), ``cache`` (chat results cached by content).
     """
 
     name = "llm"
@@ -124,27 +121,13 @@ class LLMExtractor(Extractor):
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
-        max_retries: int = 4,
-        max_tokens: int = 512,
         cache: Cache | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> None:
-        check_options("extractor 'llm'", unknown, _OPTIONS)
-        if max_tokens < 1:
-            raise ValueError(f"extractor 'llm': max_tokens must be positive, got {max_tokens}")
-        self.client = stage_client(
-            "extractor 'llm'",
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            cache=cache,
-        )
-        self.max_tokens = max_tokens
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        self.options = LLMStageOptions.parse("extractor 'llm'", given, timeout_s=120.0, max_tokens=512)
+        self.client = llm_stage_client("extractor 'llm'", self.options, cache=cache)
+        self.max_tokens = self.options.max_tokens or 512
 
     def identity(self) -> dict[str, Any]:
         return {

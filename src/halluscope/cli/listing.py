@@ -13,7 +13,7 @@ def list_components() -> None:
 
     from halluscope.benchmarks import BENCHMARKS
     from halluscope.claims import EXTRACTORS
-    from halluscope.judges import ENTAILMENT_JUDGES, JUDGES
+    from halluscope.judges import ANSWER_JUDGES, ENTAILMENT_JUDGES, JUDGES, VISUAL_ENTAILMENT_JUDGES
     from halluscope.models import MODELS
 
     table = Table(title="halluscope components")
@@ -25,6 +25,8 @@ def list_components() -> None:
         ("extractor", EXTRACTORS),
         ("judge", JUDGES),
         ("judge (reefknot vqa)", ENTAILMENT_JUDGES),
+        ("judge (hallusionbench)", ANSWER_JUDGES),
+        ("judge (prove)", VISUAL_ENTAILMENT_JUDGES),
         ("model", MODELS),
     ):
         for name in registry.names():

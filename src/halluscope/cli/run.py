@@ -179,6 +179,9 @@ class CliHooks:
         if len(problems) > 20:
             err.print(f"  … and {len(problems) - 20} more")
 
+    def old_spelling(self, note: str) -> None:
+        console(stderr=True).print(f"note: {note}", style="yellow", markup=False, highlight=False)
+
     def local_llm(self) -> contextlib.AbstractContextManager[LocalLLM]:
         from halluscope.cli.local_llm import local_llm
 

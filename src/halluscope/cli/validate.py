@@ -215,6 +215,7 @@ def _judge_reports(judges: list[JudgeEntry], vset: Any, store: Any, *, show: boo
     from halluscope.judges import JUDGES
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.progress import make_progress
+    from halluscope.stages import Judge
 
     reports = []
     for name, label, opts in judges:
@@ -222,6 +223,8 @@ def _judge_reports(judges: list[JudgeEntry], vset: Any, store: Any, *, show: boo
             judge_obj = JUDGES.create(name, cache=store, **opts)
         except (UnknownComponentError, ValueError, TypeError) as error:
             fail(f"judge {name!r}: {error}")
+        if not isinstance(judge_obj, Judge):  # a judge of whole answers (hqh-llm, mmhal-llm): no claim verdicts
+            fail(judge_obj.not_claims().reason)
         progress = make_progress(show)
         try:
             report = validate_judge(vset, judge_obj, store, progress=progress)

@@ -92,11 +92,15 @@ def _extractor(name: str, options: dict[str, Any], store: Any) -> Any:
 def _judge(name: str, options: dict[str, Any], store: Any) -> Any:
     from halluscope.judges import JUDGES
     from halluscope.registry import UnknownComponentError
+    from halluscope.stages import Judge
 
     try:
-        return JUDGES.create(name, cache=store, **options)
+        judge = JUDGES.create(name, cache=store, **options)
     except (UnknownComponentError, ValueError, TypeError) as error:
         fail(f"judge {name!r}: {error}")
+    if not isinstance(judge, Judge):  # a judge of whole answers (hqh-llm, mmhal-llm): no claim verdicts
+        fail(judge.not_claims().reason)
+    return judge
 
 
 #: The readings of one judge: whose claims (the extractor's from the answer, or the hand-made ones, or those

@@ -1,9 +1,11 @@
-"""Claim judges: claim + scene graph → supported / hallucinated (object | relation | attribute) / unjudged."""
+"""Judges, by the kind of judge slot they fill: claims (claim + scene graph → supported / hallucinated
+(object | relation | attribute) / unjudged), entailment between statements, whole answers against their
+reference, and a statement against the image."""
 
 from halluscope.registry import Registry
-from halluscope.stages import Judge
+from halluscope.stages import AnyJudge
 
-JUDGES: Registry[Judge] = Registry(
+JUDGES: Registry[AnyJudge] = Registry(
     "judge",
     {
         "similarity": "halluscope.judges.similarity:SimilarityJudge",
@@ -26,7 +28,7 @@ JUDGES: Registry[Judge] = Registry(
 )
 
 #: Judges of benchmarks that score by bidirectional entailment (Reefknot's VQA task; ``judge_kind``).
-ENTAILMENT_JUDGES: Registry[Judge] = Registry(
+ENTAILMENT_JUDGES: Registry[AnyJudge] = Registry(
     "entailment judge",
     {
         "nli": "halluscope.judges.entailment:NLIEntailment.from_options",
@@ -38,17 +40,60 @@ ENTAILMENT_JUDGES: Registry[Judge] = Registry(
     },
 )
 
+#: Graders of whole answers to yes/no questions against the reference (HallusionBench; ``judge_kind`` "answers").
+ANSWER_JUDGES: Registry[AnyJudge] = Registry(
+    "answer judge",
+    {
+        "parser": "halluscope.judges.hallusionbench:ParserGrader",
+        "vlmevalkit": "halluscope.judges.hallusionbench:VLMEvalKitGrader",
+        "llm": "halluscope.judges.hallusionbench:LLMGrader",
+    },
+    {
+        "parser": "offline: halluscope's yes/no reader against the label; no readable yes/no is 'unclear'",
+        "vlmevalkit": "offline: VLMEvalKit's exact-matching reading and rating (reproduces its score sheet)",
+        "llm": "an LLM grades the answer against the reference (the paper's way), any OpenAI-compatible endpoint",
+    },
+)
+
+#: p(image shows statement) for PROVE's tuples the scene graph does not cover (``judge_kind`` "visual-entailment").
+VISUAL_ENTAILMENT_JUDGES: Registry[AnyJudge] = Registry(
+    "visual entailment judge",
+    {
+        "none": "halluscope.judges.visual_entailment:NoEntailment",
+        "vlm": "halluscope.judges.visual_entailment:VLMEntailment",
+        "itm": "halluscope.judges.visual_entailment:ITMEntailment",
+    },
+    {
+        "none": "no image is looked at (p = 0): graph-only tscore, a lower bound",
+        "vlm": "a VLM on any OpenAI-compatible endpoint answers yes / maybe / no about the image",
+        "itm": "a transformers image-text matching model (default Salesforce/blip-itm-base-coco)",
+    },
+)
 
 
-def judge_registry(kind: str) -> Registry[Judge]:
+def judge_registry(kind: str) -> Registry[AnyJudge]:
     """The judges that fill the judge slot of a benchmark whose ``judge_kind`` is ``kind``.
 
     One function, so the orchestrator never needs to know which kinds of judges exist.
     """
-    registries = {"claims": JUDGES, "entailment": ENTAILMENT_JUDGES}
-    if kind not in registries:
-        raise ValueError(f"no judges of kind {kind!r}; known kinds: {', '.join(sorted(registries))}")
-    return registries[kind]
+    if kind not in JUDGE_KINDS:
+        raise ValueError(f"no judges of kind {kind!r}; known kinds: {', '.join(sorted(JUDGE_KINDS))}")
+    return JUDGE_KINDS[kind]
 
 
-__all__ = ["ENTAILMENT_JUDGES", "JUDGES", "judge_registry"]
+#: Every kind of judge slot, with its registry: what ``halluscope list`` shows.
+JUDGE_KINDS: dict[str, Registry[AnyJudge]] = {
+    "claims": JUDGES,
+    "entailment": ENTAILMENT_JUDGES,
+    "answers": ANSWER_JUDGES,
+    "visual-entailment": VISUAL_ENTAILMENT_JUDGES,
+}
+
+__all__ = [
+    "ANSWER_JUDGES",
+    "ENTAILMENT_JUDGES",
+    "JUDGES",
+    "JUDGE_KINDS",
+    "VISUAL_ENTAILMENT_JUDGES",
+    "judge_registry",
+]

@@ -394,33 +394,18 @@ class LLMEntailment(Entailment):
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
-        max_retries: int = 4,
-        max_tokens: int = 32,
         cache: Cache | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> LLMEntailment:
-        """Registry factory, with the options of every LLM stage (docs/llm.md); the model, when not named, is
-        the one the endpoint serves."""
-        from halluscope.llm.client import stage_client
+        """Registry factory, with the options of every LLM stage (:class:`~halluscope.llm.stage.LLMStageOptions`;
+        ``timeout_s`` 120 and ``max_tokens`` 32 by default); the model, when not named, is the one the
+        endpoint serves."""
+        from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 
-        check_options(
-            "judge 'llm' (entailment)",
-            unknown,
-            ("model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "max_tokens"),
-        )
-        client = stage_client(
-            "judge 'llm' (entailment)",
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            concurrency=int(concurrency),
-            timeout_s=float(timeout_s),
-            max_retries=int(max_retries),
-            cache=cache,
-        )
-        return cls(client=client, max_tokens=int(max_tokens))
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        parsed = LLMStageOptions.parse("judge 'llm' (entailment)", given, timeout_s=120.0, max_tokens=32)
+        client = llm_stage_client("judge 'llm' (entailment)", parsed, cache=cache)
+        return cls(client=client, max_tokens=parsed.max_tokens or 32)
 
     def identity(self) -> dict[str, Any]:
         base = getattr(self.client, "identity", None)

@@ -1,12 +1,19 @@
-"""HallusionBench's correctness judge: an LLM reads question, reference answer and prediction and says
-correct, incorrect or unclear — the paper's way, with halluscope's own prompt wording.
+"""HallusionBench's graders: each reads a whole answer to a yes/no question and codes it as the official code
+does (1 correct, 0 incorrect, 2 unclear). They fill the run's judge slot (kind "answers",
+``judges.ANSWER_JUDGES``): ``--judge parser`` (default, offline), ``--judge vlmevalkit`` or ``--judge llm``.
 
-Differences from the official loop, on purpose: retries are bounded (the official loop retries forever on
-any exception), and a call that still fails leaves the item *unjudged* (recorded with the reason, redone on
-the next run) instead of stopping the run or being filled in. The reply is mapped exactly as the official
-code maps it: "incorrect" anywhere → 0, else "correct" anywhere → 1, else "unclear" → 2. One difference: a
-reply that says none of the three words (empty, cut off by the token limit, or a reasoning model's
-``<think>`` block without an answer after it) is *unjudged*, not 2 — the official code would call it
+- ``parser``: the shared yes/no parser (:func:`halluscope.judges.answers.parse_yes_no`) reads the
+  prediction; agreeing with the label is 1, disagreeing 0, no readable yes/no (refusal, hedge) 2.
+- ``vlmevalkit``: VLMEvalKit's exact-matching reading (no "unclear"), to reproduce its score sheet.
+- ``llm``: an LLM reads question, reference answer and prediction and says correct, incorrect or unclear —
+  the paper's way, with halluscope's own prompt wording.
+
+Differences of the LLM grader from the official loop, on purpose: retries are bounded (the official loop
+retries forever on any exception), and a call that still fails leaves the item *unjudged* (recorded with the
+reason, redone on the next run) instead of stopping the run or being filled in. The reply is mapped exactly
+as the official code maps it: "incorrect" anywhere → 0, else "correct" anywhere → 1, else "unclear" → 2. One
+difference: a reply that says none of the three words (empty, cut off by the token limit, or a reasoning
+model's ``<think>`` block without an answer after it) is *unjudged*, not 2 — the official code would call it
 unclear, which counts as correct for visual-supplement questions asked without their figure. Such a reply
 is not cached, so the next run asks again. ``<think>…</think>`` blocks are removed before reading.
 """
@@ -16,13 +23,28 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from halluscope.cache import Cache
-from halluscope.llm.client import ChatResult, LLMAuthError, LLMBadRequestError, LLMError, stage_client
+from halluscope.judges.answers import parse_yes_no
+from halluscope.llm.client import ChatResult, LLMAuthError, LLMBadRequestError, LLMError
+from halluscope.llm.stage import LLMStageOptions, llm_stage_client
+from halluscope.options import check_options
+from halluscope.stages import AnswerJudge, Failure
 
-__all__ = ["CORRECT", "INCORRECT", "UNCLEAR", "HallusionJudge", "correctness_from_reply"]
+__all__ = [
+    "CORRECT",
+    "INCORRECT",
+    "UNCLEAR",
+    "HallusionGrade",
+    "HallusionGrader",
+    "HallusionItem",
+    "LLMGrader",
+    "ParserGrader",
+    "VLMEvalKitGrader",
+    "correctness_from_reply",
+]
 
 INCORRECT, CORRECT, UNCLEAR = 0, 1, 2
 
@@ -72,12 +94,72 @@ def _usable(result: ChatResult) -> bool:
 
 
 @dataclass(frozen=True)
-class JudgeFailure:
-    reason: str
+class HallusionItem:
+    """One answer to grade: the question as asked, the reference answer (``gt_answer_details`` or the label),
+    the yes/no label and the model's answer."""
+
+    question: str
+    reference: str
+    label: str
+    prediction: str
 
 
-class HallusionJudge:
-    """Grades predictions with an LLM on any OpenAI-compatible endpoint."""
+@dataclass(frozen=True)
+class HallusionGrade:
+    """The official correctness code (1 correct, 0 incorrect, 2 unclear) and any fields the grader adds to
+    the sample's record (VLMEvalKit's reading)."""
+
+    correctness: int
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+class HallusionGrader(AnswerJudge[HallusionItem, HallusionGrade]):
+    """A grader of HallusionBench answers: what ``-b hallusionbench`` takes in its judge slot."""
+
+    answers_of: ClassVar[str] = "HallusionBench"
+    benchmark_option: ClassVar[str] = "hallusionbench"
+
+
+class ParserGrader(HallusionGrader):
+    """``parser`` (default, offline): halluscope's yes/no reader against the label; no reading is unclear."""
+
+    name: ClassVar[str] = "parser"
+
+    def __init__(self, *, cache: Cache | None = None, **unknown: Any) -> None:
+        check_options("judge 'parser' (HallusionBench)", unknown, [])
+
+    async def grade_many(self, items: Sequence[HallusionItem]) -> list[HallusionGrade | Failure]:
+        out: list[HallusionGrade | Failure] = []
+        for item in items:
+            reading = parse_yes_no(item.prediction, question=item.question)
+            out.append(HallusionGrade(2 if reading.value is None else int(reading.value == item.label)))
+        return out
+
+
+class VLMEvalKitGrader(HallusionGrader):
+    """``vlmevalkit`` (offline): VLMEvalKit's exact-matching reading; its rating then heads the metrics."""
+
+    name: ClassVar[str] = "vlmevalkit"
+
+    def __init__(self, *, cache: Cache | None = None, **unknown: Any) -> None:
+        check_options("judge 'vlmevalkit' (HallusionBench)", unknown, [])
+
+    async def grade_many(self, items: Sequence[HallusionItem]) -> list[HallusionGrade | Failure]:
+        from halluscope.metrics.vlmevalkit import vlmevalkit_yes_no
+
+        out: list[HallusionGrade | Failure] = []
+        for item in items:
+            reading = vlmevalkit_yes_no(item.prediction)
+            out.append(HallusionGrade(int(reading.lower() == item.label), {"vlmevalkit_reading": reading}))
+        return out
+
+
+class LLMGrader(HallusionGrader):
+    """``llm``: grades predictions with an LLM on any OpenAI-compatible endpoint. Options: those of every
+    LLM stage (:class:`~halluscope.llm.stage.LLMStageOptions`: ``model``, ``base_url``, ``api_key_env``,
+    ``concurrency``, ``timeout_s``, ``max_retries``, ``max_tokens``)."""
+
+    name: ClassVar[str] = "llm"
 
     def __init__(
         self,
@@ -85,43 +167,41 @@ class HallusionJudge:
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout_s: float = 60.0,
         cache: Cache | None = None,
+        **options: Any,
     ) -> None:
-        self.client = stage_client(
-            "the HallusionBench judge",
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            cache=cache,
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        self.options = LLMStageOptions.parse(
+            "the HallusionBench grader", given, timeout_s=60.0, max_tokens=REPLY_TOKENS
         )
+        self.max_tokens = self.options.max_tokens or REPLY_TOKENS
+        self.client = llm_stage_client("the HallusionBench grader", self.options, cache=cache)
 
     def identity(self) -> dict[str, Any]:
-        return {"judge": "hallusionbench-llm", **self.client.identity()}
+        return {"judge": self.name, "grades": self.answers_of, **self.client.identity()}
 
-    async def grade_many(self, items: Sequence[tuple[str, str, str]]) -> list[int | JudgeFailure]:
-        """``(question, reference, prediction)`` → 0/1/2, or a failure naming the cause.
+    async def grade_many(self, items: Sequence[HallusionItem]) -> list[HallusionGrade | Failure]:
+        """Auth errors and bad requests raise: every other item would fail the same way."""
+        grades = await self.grade_texts([(i.question, i.reference, i.prediction) for i in items])
+        return [g if isinstance(g, Failure) else HallusionGrade(g) for g in grades]
 
-        Auth errors and bad requests raise: every other item would fail the same way.
-        """
+    async def grade_texts(self, items: Sequence[tuple[str, str, str]]) -> list[int | Failure]:
+        """``(question, reference, prediction)`` → 0/1/2, or a failure naming the cause."""
 
-        async def one(question: str, reference: str, prediction: str) -> int | JudgeFailure:
+        async def one(question: str, reference: str, prediction: str) -> int | Failure:
             prompt = GRADER_PROMPT.format(question=question, reference=reference, prediction=prediction)
             try:
                 result = await self.client.chat(
-                    [{"role": "user", "content": prompt}], max_tokens=REPLY_TOKENS, keep=_usable
+                    [{"role": "user", "content": prompt}], max_tokens=self.max_tokens, keep=_usable
                 )
             except (LLMAuthError, LLMBadRequestError):
                 raise
             except LLMError as error:
-                return JudgeFailure(f"HallusionBench judge failed: {error}")
+                return Failure(f"HallusionBench judge failed: {error}")
             verdict = correctness_from_reply(result.text)
             if result.finish_reason == "length" or verdict is None:
                 why = "cut off at the token limit" if result.finish_reason == "length" else "no verdict in it"
-                return JudgeFailure(f"HallusionBench judge reply unusable ({why}): {result.text[:120]!r}")
+                return Failure(f"HallusionBench judge reply unusable ({why}): {result.text[:120]!r}")
             return verdict
 
         return list(await asyncio.gather(*(one(*item) for item in items)))

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from halluscope.cache import Cache
-from halluscope.llm.client import LLMAuthError, LLMError, stage_client
+from halluscope.llm.client import LLMAuthError, LLMError
 from halluscope.llm.replies import json_object
-from halluscope.options import check_options
+from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import AnswerJudge, Failure
 
@@ -117,8 +117,8 @@ class HQHJudgement:
         }
 
 
-class HQHJudge(AnswerJudge):
-    """A judge of whole HQH answers. ``judge_many`` (claim verdicts) does not apply and says so."""
+class HQHJudge(AnswerJudge[HQHItem, HQHJudgement]):
+    """A judge of whole HQH answers; :meth:`grade_many` is :meth:`judge_answers`, the name HQH's code uses."""
 
     answers_of = "HQH"
     benchmark_option = "hqh"
@@ -126,6 +126,9 @@ class HQHJudge(AnswerJudge):
     @abstractmethod
     async def judge_answers(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
         """One judgement per answer, in order; a :class:`Failure` where judging failed (redone on resume)."""
+
+    async def grade_many(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
+        return await self.judge_answers(items)
 
 
 # -- prompts ---------------------------------------------------------------------------------------------------
@@ -192,10 +195,6 @@ PROMPT_VERSION = hashlib.sha256(
 ).hexdigest()[:12]
 
 MODES = ("per-answer", "batched")
-_OPTIONS = (
-    "model", "base_url", "api_key_env", "concurrency", "timeout_s", "mode", "batch_size", "max_tokens",
-    "json_mode", "max_regions", "cache",
-)  # fmt: skip
 PER_ANSWER_MAX_TOKENS = 160
 #: Longest answer text put in a prompt; a longer one is cut there (and the cut is said in the prompt).
 MAX_ANSWER_CHARS = 6000
@@ -334,10 +333,10 @@ class CallStats:
 
 
 class HQHLLMJudge(HQHJudge):
-    """``hqh-llm``. Options: ``model``, ``base_url``, ``api_key_env``, ``concurrency``, ``timeout_s``, ``mode``
-    (``per-answer`` | ``batched``), ``batch_size`` (batched: answers per call, default 8), ``max_tokens``,
-    ``json_mode`` (batched: ask for a JSON object; default true), ``max_regions`` (cap on the region lines
-    shown, for small context windows; default all), ``cache``.
+    """``hqh-llm``. Options: those of every LLM stage (:class:`~halluscope.llm.stage.LLMStageOptions`;
+    ``timeout_s`` 120 by default), ``mode`` (``per-answer`` | ``batched``), ``batch_size`` (batched: answers
+    per call, default 8), ``json_mode`` (batched: ask for a JSON object; default true), ``max_regions``
+    (cap on the region lines shown, for small context windows; default all), ``cache``.
     """
 
     name = "hqh-llm"
@@ -348,41 +347,31 @@ class HQHLLMJudge(HQHJudge):
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
         mode: str = "per-answer",
         batch_size: int = 8,
-        max_tokens: int | None = None,
         json_mode: bool | str = True,
         max_regions: int | None = None,
         cache: Cache | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> None:
-        check_options("judge 'hqh-llm'", unknown, _OPTIONS)
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        self.options, _ = LLMStageOptions.split(
+            "judge 'hqh-llm'", given, ("mode", "batch_size", "json_mode", "max_regions"), timeout_s=120.0
+        )
         if mode not in MODES:
             raise ValueError(f"judge 'hqh-llm': mode must be one of {', '.join(MODES)}, got {mode!r}")
-        batch_size, concurrency = int(batch_size), int(concurrency)
+        batch_size = int(batch_size)
         if batch_size < 1:
             raise ValueError(f"judge 'hqh-llm': batch_size must be at least 1, got {batch_size}")
-        if max_tokens is not None and int(max_tokens) < 1:
-            raise ValueError(f"judge 'hqh-llm': max_tokens must be positive, got {max_tokens}")
         if max_regions is not None and int(max_regions) < 1:
             raise ValueError(f"judge 'hqh-llm': max_regions must be positive, got {max_regions}")
         self.mode = mode
         self.batch_size = batch_size
-        self.max_tokens = int(max_tokens) if max_tokens is not None else None
+        self.max_tokens = self.options.max_tokens
         self.json_mode = json_mode if isinstance(json_mode, bool) else str(json_mode).lower() in ("1", "true", "yes")
         self.max_regions = int(max_regions) if max_regions is not None else None
         self.stats = CallStats()
-        self.client = stage_client(
-            "judge 'hqh-llm'",
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            timeout_s=float(timeout_s),
-            cache=cache,
-        )
+        self.client = llm_stage_client("judge 'hqh-llm'", self.options, cache=cache)
 
     def identity(self) -> dict[str, Any]:
         return {

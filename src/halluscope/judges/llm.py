@@ -37,9 +37,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from halluscope.cache import Cache
-from halluscope.llm.client import FATAL_ERRORS, LLMError, stage_client
+from halluscope.llm.client import FATAL_ERRORS, LLMError
 from halluscope.llm.replies import json_object
-from halluscope.options import check_options
+from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, Judge, JudgeItem
@@ -95,10 +95,6 @@ PROMPT_VERSION = hashlib.sha256(
 ).hexdigest()[:12]
 
 MODES = ("per-claim", "batched")
-_OPTIONS = (
-    "model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "mode", "max_tokens",
-    "json_mode", "cache",
-)  # fmt: skip
 
 #: Default reply budgets: the per-claim answer is two short lines; a batched answer grows with the claims.
 PER_CLAIM_MAX_TOKENS = 100
@@ -258,10 +254,9 @@ def evidence_for(claim: Claim, references: Sequence[str]) -> list[str]:
 
 
 class LLMJudge(Judge):
-    """Tri-HE's LLM judge. Options: ``model``, ``base_url``, ``api_key_env``, ``concurrency``, ``timeout_s``,
-    ``max_retries`` (after the first attempt),
-    ``mode`` ("per-claim" or "batched"), ``max_tokens`` (per call; default depends on the mode),
-    ``json_mode`` (batched: ask for a JSON object; default true), ``cache``.
+    """Tri-HE's LLM judge. Options: those of every LLM stage (:class:`~halluscope.llm.stage.LLMStageOptions`;
+    ``timeout_s`` 120 by default, ``max_tokens`` per call depending on the mode), ``mode`` ("per-claim" or
+    "batched"), ``json_mode`` (batched: ask for a JSON object; default true), ``cache``.
     """
 
     name = "llm"
@@ -272,35 +267,21 @@ class LLMJudge(Judge):
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
-        max_retries: int = 4,
         mode: str = "per-claim",
-        max_tokens: int | None = None,
         json_mode: bool = True,
         cache: Cache | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> None:
-        check_options("judge 'llm'", unknown, _OPTIONS)
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        self.options, _ = LLMStageOptions.split("judge 'llm'", given, ("mode", "json_mode"), timeout_s=120.0)
         if mode not in MODES:
             raise ValueError(f"judge 'llm': mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if max_tokens is not None and max_tokens < 1:
-            raise ValueError(f"judge 'llm': max_tokens must be positive, got {max_tokens}")
         self.mode = mode
-        self.max_tokens = max_tokens
+        self.max_tokens = self.options.max_tokens
         #: Batched mode asks the server for a JSON object (``response_format``) unless this is off: for servers
         #: that reject the parameter, or are slow with it (llama-cpp-python's grammar over a 150k vocabulary).
         self.json_mode = json_mode
-        self.client = stage_client(
-            "judge 'llm'",
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            cache=cache,
-        )
+        self.client = llm_stage_client("judge 'llm'", self.options, cache=cache)
 
     def identity(self) -> dict[str, Any]:
         return {

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from halluscope.cache import Cache
-from halluscope.llm.client import LLMAuthError, LLMError, stage_client
-from halluscope.options import check_options
+from halluscope.llm.client import LLMAuthError, LLMError
+from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.stages import AnswerJudge, Failure
 
 __all__ = [
@@ -84,8 +84,8 @@ class MMHalRating:
         }
 
 
-class MMHalJudge(AnswerJudge):
-    """A judge of whole MMHal-Bench answers. ``judge_many`` (claim verdicts) does not apply and says so."""
+class MMHalJudge(AnswerJudge[MMHalItem, MMHalRating]):
+    """A judge of whole MMHal-Bench answers; :meth:`grade_many` is :meth:`rate_answers`."""
 
     answers_of = "MMHal-Bench"
     benchmark_option = "mmhal"
@@ -93,6 +93,9 @@ class MMHalJudge(AnswerJudge):
     @abstractmethod
     async def rate_answers(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
         """One rating per answer, in order; a :class:`Failure` where the call failed (redone on resume)."""
+
+    async def grade_many(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
+        return await self.rate_answers(items)
 
 
 # -- parsing ---------------------------------------------------------------------------------------------------
@@ -171,7 +174,6 @@ PROMPT_VERSION = hashlib.sha256((SYSTEM_PROMPT + RUBRIC + REASONS_FIRST + RATING
 #: Longest answer text put in a prompt; a longer one is cut there (and the cut is said in the prompt).
 MAX_ANSWER_CHARS = 6000
 DEFAULT_MAX_TOKENS = 200
-_OPTIONS = ("model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_tokens", "rating_first", "cache")
 #: max_tokens when the rating comes first: the rating line and a few words.
 RATING_FIRST_MAX_TOKENS = 24
 
@@ -202,9 +204,9 @@ class CallStats:
 
 
 class MMHalLLMJudge(MMHalJudge):
-    """``mmhal-llm``. Options: ``model``, ``base_url``, ``api_key_env``, ``concurrency``, ``timeout_s``,
-    ``max_tokens`` (default 200; 24 with ``rating_first``), ``rating_first`` (ask for the rating before the
-    reason: much faster on a small local model), ``cache``.
+    """``mmhal-llm``. Options: those of every LLM stage (:class:`~halluscope.llm.stage.LLMStageOptions`;
+    ``timeout_s`` 120 by default, ``max_tokens`` 200, 24 with ``rating_first``), ``rating_first`` (ask for
+    the rating before the reason: much faster on a small local model), ``cache``.
     """
 
     name = "mmhal-llm"
@@ -215,31 +217,19 @@ class MMHalLLMJudge(MMHalJudge):
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
-        max_tokens: int | None = None,
         rating_first: bool | str = False,
         cache: Cache | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> None:
-        check_options("judge 'mmhal-llm'", unknown, _OPTIONS)
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        self.options, _ = LLMStageOptions.split("judge 'mmhal-llm'", given, ("rating_first",), timeout_s=120.0)
         if isinstance(rating_first, str):
             rating_first = rating_first.strip().lower() in ("1", "true", "yes")
         self.rating_first = rating_first
-        if max_tokens is not None and int(max_tokens) < 1:
-            raise ValueError(f"judge 'mmhal-llm': max_tokens must be positive, got {max_tokens}")
         default_tokens = RATING_FIRST_MAX_TOKENS if rating_first else DEFAULT_MAX_TOKENS
-        self.max_tokens = int(max_tokens) if max_tokens is not None else default_tokens
+        self.max_tokens = self.options.max_tokens or default_tokens
         self.stats = CallStats()
-        self.client = stage_client(
-            "judge 'mmhal-llm'",
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            concurrency=int(concurrency),
-            timeout_s=float(timeout_s),
-            cache=cache,
-        )
+        self.client = llm_stage_client("judge 'mmhal-llm'", self.options, cache=cache)
 
     def identity(self) -> dict[str, Any]:
         return {

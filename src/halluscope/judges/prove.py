@@ -103,7 +103,7 @@ class ProveScorer:
             "scorer": "prove",
             "embedding_model": model,
             "tuple_text": self.tuple_text,
-            **self.entailment.identity(),
+            "entailment": self.entailment.identity(),
         }
 
     def text(self, item: SceneTuple) -> str:

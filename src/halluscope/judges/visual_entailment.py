@@ -25,15 +25,16 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.cache import Cache, content_key
-from halluscope.llm.client import LLMAuthError, LLMError, stage_client
+from halluscope.llm.client import LLMAuthError, LLMError
+from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.options import check_options
-from halluscope.stages import Failure
+from halluscope.stages import AnswerJudge, Failure
 
 #: The official mapping of a VLM's three-way answer to p(I ⊨ t).
 ANSWER_SCORES = {"yes": 0.75, "maybe": 0.5, "no": 0.0}
@@ -50,22 +51,26 @@ the image does not let you tell."""
 Score = float | Failure
 
 
-class VisualEntailment(ABC):
-    """Scores (image path, statement) pairs with p(image ⊨ statement)."""
+class VisualEntailment(AnswerJudge[tuple[str | None, str], float]):
+    """Scores (image path, statement) pairs with p(image ⊨ statement): PROVE's judge slot
+    (``--judge none|vlm|itm``, kind "visual-entailment"), so it is chosen, configured and recorded in
+    ``spec.json`` as every other judge is."""
 
     name: ClassVar[str]
+    answers_of: ClassVar[str] = "PROVE"
+    benchmark_option: ClassVar[str] = "prove"
     #: The largest score this backend can return.
     max_score: ClassVar[float] = 1.0
 
     def identity(self) -> dict[str, Any]:
-        return {"entailment": self.name}
+        return {"judge": self.name}
 
     @abstractmethod
     async def entail_many(self, pairs: Sequence[tuple[str | None, str]]) -> list[Score]:
         """One score per (image path, statement), in order."""
 
-    async def aclose(self) -> None:  # noqa: B027 - optional hook
-        """Release clients or models."""
+    async def grade_many(self, items: Sequence[tuple[str | None, str]]) -> list[float | Failure]:
+        return await self.entail_many(items)
 
 
 def _missing_image(path: str | None) -> Failure | None:
@@ -82,7 +87,7 @@ class NoEntailment(VisualEntailment):
     name: ClassVar[str] = "none"
     max_score: ClassVar[float] = 0.0
 
-    def __init__(self, **unknown: Any) -> None:
+    def __init__(self, *, cache: Cache | None = None, **unknown: Any) -> None:
         check_options("entailment 'none'", unknown, [])
 
     async def entail_many(self, pairs: Sequence[tuple[str | None, str]]) -> list[Score]:
@@ -98,8 +103,9 @@ def parse_three_way(reply: str) -> str | None:
 
 
 class VLMEntailment(VisualEntailment):
-    """A VLM on any OpenAI-compatible endpoint asked yes / maybe / no. Options: ``model``, ``base_url``,
-    ``api_key_env``, ``concurrency``, ``timeout_s``, ``max_side`` (image downscaling), ``cache``."""
+    """A VLM on any OpenAI-compatible endpoint asked yes / maybe / no. Options: those of every LLM stage
+    (:class:`~halluscope.llm.stage.LLMStageOptions`; here ``timeout_s`` 120 and ``max_tokens`` 5 by
+    default), ``max_side`` (image downscaling), ``cache``."""
 
     name: ClassVar[str] = "vlm"
     max_score: ClassVar[float] = max(ANSWER_SCORES.values())
@@ -110,25 +116,20 @@ class VLMEntailment(VisualEntailment):
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
-        max_side: int = 768,
         cache: Cache | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> None:
-        check_options(
-            "entailment 'vlm'", unknown,
-            ["model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_side", "cache"],
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        self.options, extra = LLMStageOptions.split(
+            "entailment 'vlm'", given, ["max_side"], timeout_s=120.0, max_tokens=5
         )
-        self.client = stage_client(
-            "entailment 'vlm'", model=model, base_url=base_url, api_key_env=api_key_env,
-            concurrency=int(concurrency), timeout_s=float(timeout_s), cache=cache,
-        )
-        self.max_side = int(max_side)
+        self.client = llm_stage_client("entailment 'vlm'", self.options, cache=cache)
+        self.max_tokens = self.options.max_tokens or 5
+        self.max_side = int(extra.get("max_side", 768))
 
     def identity(self) -> dict[str, Any]:
         prompt = content_key("prove-vlm-entailment", VLM_PROMPT, ANSWER_SCORES)[:12]
-        return {"entailment": self.name, **self.client.identity(), "prompt": prompt, "max_side": self.max_side}
+        return {"judge": self.name, **self.client.identity(), "prompt": prompt, "max_side": self.max_side}
 
     def messages(self, image_path: str, statement: str) -> list[dict[str, Any]]:
         from halluscope.models.images import image_data_url
@@ -149,7 +150,7 @@ class VLMEntailment(VisualEntailment):
         assert image_path is not None
         try:
             messages = self.messages(image_path, statement)
-            result = await self.client.chat(messages, temperature=0.0, max_tokens=5)
+            result = await self.client.chat(messages, temperature=0.0, max_tokens=self.max_tokens)
         except LLMAuthError:
             raise
         except LLMError as error:
@@ -193,7 +194,7 @@ class ITMEntailment(VisualEntailment):
         self._lock = threading.Lock()
 
     def identity(self) -> dict[str, Any]:
-        return {"entailment": self.name, "model": self.model_name}
+        return {"judge": self.name, "model": self.model_name}
 
     def _load(self) -> tuple[Any, Any]:
         if self._model is None:

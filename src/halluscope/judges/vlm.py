@@ -36,10 +36,10 @@ from typing import Any
 from halluscope.cache import Cache
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.judges.llm import context_prompt, evidence_for, reference_lines, render_claim
-from halluscope.llm.client import FATAL_ERRORS, LLMError, stage_client
-from halluscope.options import check_options
+from halluscope.llm.client import FATAL_ERRORS, LLMError
+from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.scene.direction import reference_text
-from halluscope.stages import Failure, JudgeItem
+from halluscope.stages import Failure, Judge, JudgeItem
 from halluscope.types import Claim, ErrorType, Support, Verdict, VerdictLabel
 
 __all__ = ["AnswerGrade", "VLMJudge", "parse_answer_reply", "parse_claim_reply"]
@@ -81,7 +81,6 @@ Answer with exactly one line: "Grade: correct", "Grade: incorrect" or "Grade: ca
 #: Identifies the prompt wording in cache keys and run specs.
 PROMPT_VERSION = hashlib.sha256((SYSTEM_PROMPT + CLAIM_PROMPT + ANSWER_PROMPT).encode("utf-8")).hexdigest()[:12]
 
-_OPTIONS = ("model", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "max_side", "cache")
 _VERDICT = re.compile(r"verdict\s*:\s*(supported|contradicted|cannot tell|can't tell|unknown)\s*[.!]?", re.I)
 _PART = re.compile(r"wrong part\s*:\s*(object|subject|relation|attribute|property)\s*[.!]?", re.I)
 _GRADE = re.compile(r"grade\s*:\s*(correct|incorrect|cannot tell|can't tell)\s*[.!]?", re.I)
@@ -152,10 +151,10 @@ def parse_answer_reply(reply: str) -> AnswerGrade:
     return AnswerGrade(grade == "correct", explanation)
 
 
-class VLMJudge(HQHJudge):
-    """``vlm``: a VLM on an OpenAI-compatible endpoint that sees the photo. Options: ``model``, ``base_url``,
-    ``api_key_env``, ``concurrency``, ``timeout_s``, ``max_retries``, ``max_side`` (longest image side sent,
-    pixels; default 768), ``cache``.
+class VLMJudge(HQHJudge, Judge):
+    """``vlm``: a VLM on an OpenAI-compatible endpoint that sees the photo. Options: those of every LLM
+    stage but ``max_tokens`` (:class:`~halluscope.llm.stage.LLMStageOptions`; ``timeout_s`` 120 by default),
+    ``max_side`` (longest image side sent, pixels; default 768), ``cache``.
 
     A claim judge for Tri-HE and an answer judge for HQH (it is an :class:`HQHJudge`, so ``-b hqh`` accepts
     it); :meth:`grade_answer` serves any other benchmark of whole answers.
@@ -169,27 +168,19 @@ class VLMJudge(HQHJudge):
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        concurrency: int = 4,
-        timeout_s: float = 120.0,
-        max_retries: int = 4,
         max_side: int = 768,
         cache: Cache | None = None,
-        **unknown: Any,
+        **options: Any,
     ) -> None:
-        check_options("judge 'vlm'", unknown, _OPTIONS)
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        # Its replies are a verdict line or two, of a fixed length: no max_tokens option.
+        self.options, _ = LLMStageOptions.split(
+            "judge 'vlm'", given, ("max_side",), unused=("max_tokens",), timeout_s=120.0
+        )
         if int(max_side) < 32:
             raise ValueError(f"judge 'vlm': max_side must be at least 32 pixels, got {max_side}")
         self.max_side = int(max_side)
-        self.client = stage_client(
-            "judge 'vlm'",
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            concurrency=int(concurrency),
-            timeout_s=float(timeout_s),
-            max_retries=int(max_retries),
-            cache=cache,
-        )
+        self.client = llm_stage_client("judge 'vlm'", self.options, cache=cache)
 
     def identity(self) -> dict[str, Any]:
         return {"judge": self.name, **self.client.identity(), "prompt": PROMPT_VERSION, "max_side": self.max_side}

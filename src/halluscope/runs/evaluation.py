@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from halluscope.runs.config import EvaluationError, RunConfig
+from halluscope.runs.config import EvaluationError, RunConfig, StageChoice
 from halluscope.runs.setup import (
-    ENDPOINT_STAGES,
     create_benchmark,
     create_stage,
     known_sample_ids,
     local_base_url_conflict,
     read_answers,
+    takes_endpoint,
     write_responses,
 )
 from halluscope.types import MetricsReport, Response
@@ -50,6 +50,8 @@ class RunHooks(Protocol):
 
     def problems(self, path: Path, problems: list[str]) -> None: ...
 
+    def old_spelling(self, note: str) -> None: ...
+
     def local_llm(self) -> contextlib.AbstractContextManager[LocalLLM]: ...
 
 
@@ -65,6 +67,10 @@ class WarningHooks:
         """Lines of the responses file that could not be used (each names its line and the problem)."""
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         warnings.warn(f"{path}: {problems[0]}{more}", stacklevel=7)  # the caller of evaluate(), as above
+
+    def old_spelling(self, note: str) -> None:
+        """An option written the old way: it still works; ``note`` says what to write instead."""
+        warnings.warn(note, FutureWarning, stacklevel=6)  # the caller of evaluate(), as above
 
     def local_llm(self) -> contextlib.AbstractContextManager[LocalLLM]:
         """The packaged LLM for stages whose model is ``local``, started only when a stage asks for it."""
@@ -109,6 +115,7 @@ def execute(
 
     hooks = hooks or WarningHooks()
     config.check()
+    config = _move_old_judge_spelling(config, hooks)
     bench = create_benchmark(config.benchmark, config.data, config.benchmark_options())
     _check_stages(config, bench)
     store = _open_cache(config)
@@ -152,8 +159,9 @@ def _check_stages(config: RunConfig, bench: Benchmark) -> None:
             if is_local(choice.options.get("model")):
                 local_stages.append(stage)
             else:
-                default = bench.default_extractor if stage == "extractor" else bench.default_judge
-                endpoint_stage = endpoint_stage or (choice.name or default) in ENDPOINT_STAGES
+                registry, default = _stage_registry(stage, bench)
+                chosen = choice.name or default
+                endpoint_stage = endpoint_stage or (chosen is not None and takes_endpoint(registry, chosen))
         elif choice.given:
             raise EvaluationError(
                 f"{', '.join(config.flag(option) for option in choice.given)}: the {bench.name} benchmark "
@@ -170,6 +178,35 @@ def _check_stages(config: RunConfig, bench: Benchmark) -> None:
             f"{config.flag('base_url')} is the endpoint of the llm extractor or judge, and neither is used in "
             "this run"
         )
+
+
+def _stage_registry(stage: str, bench: Benchmark) -> tuple[Any, str | None]:
+    """The registry that fills ``stage`` for ``bench``, and the benchmark's default name in it."""
+    from halluscope.claims import EXTRACTORS
+    from halluscope.judges import judge_registry
+
+    if stage == "extractor":
+        return EXTRACTORS, bench.default_extractor
+    return judge_registry(bench.judge_kind), bench.default_judge
+
+
+def _move_old_judge_spelling(config: RunConfig, hooks: RunHooks) -> RunConfig:
+    """A judge given the old way, as a benchmark option (``--bench-opt judge=llm``), moved into the judge
+    slot; the note says what to write instead."""
+    from halluscope.benchmarks.judge_aliases import JudgeAliasError, move_judge_aliases
+
+    try:
+        moved = move_judge_aliases(config.benchmark, config.bench_options, bool(config.judge.given))
+    except JudgeAliasError as error:
+        message = str(error)
+        if config.surface == "api":
+            message = message.replace("--judge/--judge-model/--judge-opt", "judge=/judge_options=")
+        raise EvaluationError(message) from error
+    if moved is None:
+        return config
+    hooks.old_spelling(moved.note)
+    judge = StageChoice(name=moved.judge, options=moved.judge_options)
+    return config.model_copy(update={"bench_options": moved.bench_options, "judge": judge})
 
 
 def _open_cache(config: RunConfig) -> Cache:
@@ -297,16 +334,12 @@ def _select(config: RunConfig, answers: _Answers, hooks: RunHooks) -> Benchmark:
 
 
 def _scoring_context(config: RunConfig, bench: Benchmark, store: Cache, local: LocalLLM) -> ScoringContext:
-    from halluscope.claims import EXTRACTORS
-    from halluscope.judges import judge_registry
     from halluscope.stages import ScoringContext
 
     stages: dict[str, Any] = {}
-    for stage, registry, default in (
-        ("extractor", EXTRACTORS, bench.default_extractor),
-        ("judge", judge_registry(bench.judge_kind), bench.default_judge),
-    ):
+    for stage in STAGES:
         if bench.uses_stage(stage):
+            registry, default = _stage_registry(stage, bench)
             choice = getattr(config, stage)
             stages[stage] = create_stage(
                 registry, stage, choice.name, default, choice.options, cache=store, base_url=config.base_url,

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from halluscope.stages import Benchmark
 
 __all__ = [
-    "ENDPOINT_STAGES",
     "create_benchmark",
     "create_stage",
     "known_sample_ids",
@@ -50,10 +49,6 @@ def known_sample_ids(name: str, data: Path | None, options: Mapping[str, Any], b
     return {s.id for s in create_benchmark(name, data, unlimited).samples()}
 
 
-#: The extractors and judges that call an OpenAI-compatible endpoint: those ``--base-url`` (``base_url=``) is for.
-ENDPOINT_STAGES = ("llm", "hqh-llm", "vlm", "mmhal-llm")
-
-
 def create_stage(
     registry: Any,
     kind: str,
@@ -79,7 +74,7 @@ def create_stage(
     opts = dict(options)
     if is_local(opts.get("model")):
         opts = _local_options(registry, kind, chosen, opts, local)
-    elif base_url and chosen in ENDPOINT_STAGES:
+    elif base_url and takes_endpoint(registry, chosen):
         opts.setdefault("base_url", base_url)
     try:
         return registry.create(chosen, cache=cache, **opts)
