@@ -186,3 +186,25 @@ def test_every_llm_judge_of_every_slot_is_reached_by_base_url_and_model_local() 
     assert set(JUDGE_KINDS) == set(asks_an_llm)
     for kind, registry in JUDGE_KINDS.items():
         assert {name for name in registry.names() if takes_endpoint(registry, name)} == asks_an_llm[kind], kind
+
+
+def test_a_run_directory_written_before_the_judge_slot_still_resumes(tmp_path: Path) -> None:
+    """Earlier versions kept HallusionBench's grader in the benchmark's spec (``benchmark.judge``) and wrote
+    ``judge: null``; such a run directory resumes (nothing scored again) instead of being refused."""
+    answers, out = answers_file(tmp_path), tmp_path / "run"
+    assert hallusion_run(answers, out).exit_code == 0
+    spec = json.loads((out / "spec.json").read_text())
+    old = {**spec, "benchmark": {**spec["benchmark"], "judge": spec["judge"]}, "judge": None}
+    old.pop("run")
+    (out / "spec.json").write_text(json.dumps(old))
+    before = (out / "samples.jsonl").read_text()
+
+    again = hallusion_run(answers, out)
+    assert again.exit_code == 0, said(again)
+    assert (out / "samples.jsonl").read_text() == before
+    assert json.loads((out / "spec.json").read_text())["judge"] == {"judge": "parser"}
+
+    # Another grader than the stored one is still another run.
+    (out / "spec.json").write_text(json.dumps(old))
+    other = hallusion_run(answers, out, "--judge", "vlmevalkit")
+    assert other.exit_code == 2 and "holds a run with another judge" in said(other)

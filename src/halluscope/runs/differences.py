@@ -12,6 +12,36 @@ from typing import Any
 COUNTED_FIELDS = ("images_found", "images_needed", "text_only_samples")
 
 
+def upgraded_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A ``spec.json`` written before HallusionBench's grader and PROVE's visual entailment moved into the
+    judge slot, as the present version writes it, so those runs still resume.
+
+    They were benchmark options then (``benchmark.judge``, ``benchmark.entailment``) and the run's ``judge``
+    was null. The offline judges map exactly; an LLM judge's identity now also holds its client's settings,
+    so such a run is compared as it is and, if it differs, refused with the difference named.
+    """
+    bench = spec.get("benchmark")
+    if not isinstance(bench, dict) or spec.get("judge") is not None:
+        return spec
+    old_judge: dict[str, Any] | None = None
+    moved = {"hallusionbench": "judge", "prove": "entailment"}.get(str(bench.get("benchmark")), "")
+    old = bench.get(moved)
+    if not isinstance(old, dict):
+        return spec
+    if moved == "judge" and old.get("judge") in ("parser", "vlmevalkit"):
+        old_judge = {"judge": old["judge"]}
+    elif moved == "entailment" and old.get("kind") == "none":
+        old_judge = {"judge": "none"}
+    elif moved == "entailment" and old.get("kind") == "itm":
+        from halluscope.judges.visual_entailment import DEFAULT_ITM_MODEL
+
+        old_judge = {"judge": "itm", "model": old.get("model") or DEFAULT_ITM_MODEL}
+    if old_judge is None:
+        return spec
+    rest = {k: v for k, v in bench.items() if k != moved}
+    return {**spec, "benchmark": rest, "judge": old_judge}
+
+
 def without_counts(key: str, value: Any) -> Any:
     if key == "benchmark" and isinstance(value, dict):
         return {k: v for k, v in value.items() if k not in COUNTED_FIELDS}

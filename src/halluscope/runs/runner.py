@@ -31,6 +31,7 @@ from halluscope.runs.differences import (
     comparable_identity,
     describe_difference,
     same_responses,
+    upgraded_spec,
     without_counts,
 )
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
@@ -140,7 +141,7 @@ def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] 
     """Refuse, in one short line, to resume a run directory that holds another run (on ``keys``)."""
     if not (Path(out_dir) / SPEC_FILE).exists():
         return
-    previous = read_spec(out_dir)
+    previous = upgraded_spec(read_spec(out_dir))
     for key in keys:
         if key not in spec:
             continue
