@@ -207,3 +207,13 @@ def test_validate_judge_command(synthetic_dir: Path, tmp_path: Path) -> None:
     assert bad.exit_code != 0 and "similarity" in bad.output
     bad = CliRunner().invoke(app, ["validate-judge", "--judge", "typed", "--benchmark", "hqh"])
     assert bad.exit_code != 0 and "synthetic or tri-he" in bad.output
+
+
+def test_validate_judge_refuses_a_judge_of_whole_answers_naming_its_benchmark() -> None:
+    from typer.testing import CliRunner
+
+    from halluscope.cli.main import app
+
+    result = CliRunner().invoke(app, ["validate-judge", "--judge", "hqh-rules"], terminal_width=200)
+    assert result.exit_code == 2
+    assert "grades whole HQH answers, not claims; use it with --benchmark hqh" in " ".join(result.output.split())

@@ -212,19 +212,12 @@ def _calibrate(
 def _judge_reports(judges: list[JudgeEntry], vset: Any, store: Any, *, show: bool) -> list[tuple[str, Any]]:
     """Each judge's report on the validation set, by its label."""
     from halluscope.calibration.validate import validate_judge
-    from halluscope.judges import JUDGES
-    from halluscope.registry import UnknownComponentError
+    from halluscope.cli.validate_real import claim_judge
     from halluscope.runs.progress import make_progress
-    from halluscope.stages import Judge
 
     reports = []
     for name, label, opts in judges:
-        try:
-            judge_obj = JUDGES.create(name, cache=store, **opts)
-        except (UnknownComponentError, ValueError, TypeError) as error:
-            fail(f"judge {name!r}: {error}")
-        if not isinstance(judge_obj, Judge):  # a judge of whole answers (hqh-llm, mmhal-llm): no claim verdicts
-            fail(judge_obj.not_claims().reason)
+        judge_obj = claim_judge(name, opts, store)
         progress = make_progress(show)
         try:
             report = validate_judge(vset, judge_obj, store, progress=progress)

@@ -40,7 +40,7 @@ def validate_real(
     show = not quiet and interactive()
     reports = []
     for name, label, options in judges:
-        judge = _judge(name, options, store)
+        judge = claim_judge(name, options, store)
         reports += _readings(judge, label, answers, bench, extract, extractor, store, show=show)
         await_close(judge)
     print_real(out_console, reports, answers)
@@ -89,7 +89,8 @@ def _extractor(name: str, options: dict[str, Any], store: Any) -> Any:
         fail(f"extractor {name!r}: {error}")
 
 
-def _judge(name: str, options: dict[str, Any], store: Any) -> Any:
+def claim_judge(name: str, options: dict[str, Any], store: Any) -> Any:
+    """The claim judge ``name``, or a clear stop: unknown, badly configured, or a judge of whole answers."""
     from halluscope.judges import JUDGES
     from halluscope.registry import UnknownComponentError
     from halluscope.stages import Judge
