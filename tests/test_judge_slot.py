@@ -90,7 +90,8 @@ def test_a_plain_hallusionbench_run_records_the_parser_and_other_judges_are_name
     assert json.loads((tmp_path / "plain" / "spec.json").read_text())["judge"] == {"judge": "parser"}
     wrong = hallusion_run(answers, tmp_path / "wrong", "--judge", "typed")
     assert wrong.exit_code != 0
-    assert "unknown answer judge 'typed'; choose one of: llm, parser, vlmevalkit" in said(wrong)
+    assert ("judge 'typed' belongs to --benchmark tri-he or --benchmark synthetic; the hallusionbench benchmark "
+            "takes llm, parser, vlmevalkit") in said(wrong)
     twice = hallusion_run(answers, tmp_path / "twice", "--bench-opt", "judge=llm", "--judge", "parser")
     assert twice.exit_code != 0 and "given twice" in said(twice)
 
@@ -153,7 +154,8 @@ def test_list_shows_the_judges_of_every_slot() -> None:
     assert result.exit_code == 0
     rows = [" ".join(line.split()) for line in result.output.splitlines()]
     for kind, names in (("judge (hallusionbench)", ("parser", "vlmevalkit", "llm")),
-                        ("judge (prove)", ("none", "vlm", "itm"))):
+                        ("judge (prove)", ("none", "vlm", "itm")), ("judge (hqh)", ("hqh-rules", "hqh-llm", "vlm")),
+                        ("judge (mmhal)", ("mmhal-llm",)), ("judge (tri-he, synthetic)", ("typed", "vlm"))):
         for name in names:
             assert any(kind in row and f" {name} " in row for row in rows), (kind, name)
 
@@ -178,10 +180,12 @@ def test_every_llm_judge_of_every_slot_is_reached_by_base_url_and_model_local() 
     from halluscope.runs.setup import takes_endpoint
 
     asks_an_llm = {
-        "claims": {"llm", "hqh-llm", "vlm", "mmhal-llm"},
+        "claims": {"llm", "vlm"},
         "entailment": {"llm"},
         "answers": {"llm"},
         "visual-entailment": {"vlm"},
+        "hqh": {"hqh-llm", "vlm"},
+        "mmhal": {"mmhal-llm"},
     }
     assert set(JUDGE_KINDS) == set(asks_an_llm)
     for kind, registry in JUDGE_KINDS.items():
@@ -208,3 +212,23 @@ def test_a_run_directory_written_before_the_judge_slot_still_resumes(tmp_path: P
     (out / "spec.json").write_text(json.dumps(old))
     other = hallusion_run(answers, out, "--judge", "vlmevalkit")
     assert other.exit_code == 2 and "holds a run with another judge" in said(other)
+
+
+def test_a_judge_of_another_benchmark_is_refused_before_anything_is_asked(tmp_path: Path) -> None:
+    """Each benchmark's slot offers its own judges: HQH's judge on HallusionBench (or Tri-HE's on HQH) is
+    refused at set-up, naming the benchmark it belongs to and the judges this one takes."""
+    answers = answers_file(tmp_path)
+    result = hallusion_run(answers, tmp_path / "run", "--judge", "hqh-rules")
+    assert result.exit_code == 2
+    assert ("--judge hqh-rules: judge 'hqh-rules' belongs to --benchmark hqh; the hallusionbench benchmark takes "
+            "llm, parser, vlmevalkit") in said(result)
+    assert not (tmp_path / "run").exists()
+    unknown = hallusion_run(answers, tmp_path / "run", "--judge", "nonsense")
+    assert unknown.exit_code == 2 and "--judge nonsense: unknown; the hallusionbench benchmark takes" in said(unknown)
+
+    import halluscope
+    from halluscope.api import EvaluationError
+
+    with pytest.raises(EvaluationError, match="judge='typed': judge 'typed' belongs to --benchmark tri-he"):
+        halluscope.evaluate("hallusionbench", data=HALLUSIONBENCH_EXCERPT, responses=answers, judge="typed",
+                            bench_options={"categories": "VS"}, limit=4, out=tmp_path / "api", cache=False)

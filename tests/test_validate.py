@@ -216,4 +216,5 @@ def test_validate_judge_refuses_a_judge_of_whole_answers_naming_its_benchmark() 
 
     result = CliRunner().invoke(app, ["validate-judge", "--judge", "hqh-rules"], terminal_width=200)
     assert result.exit_code == 2
-    assert "grades whole HQH answers, not claims; use it with --benchmark hqh" in " ".join(result.output.split())
+    said = " ".join(result.output.split())
+    assert "judge 'hqh-rules' belongs to --benchmark hqh" in said and "judges of claims" in said

@@ -279,6 +279,7 @@ class HQH(Benchmark):
     default_extractor: ClassVar[str | None] = None
     #: Offline by default, like every halluscope default; ``--judge hqh-llm`` is the paper's protocol.
     default_judge: ClassVar[str | None] = "hqh-rules"
+    judge_kind: ClassVar[str] = "hqh"
 
     def __init__(
         self,

@@ -195,6 +195,7 @@ class MMHal(Benchmark):
     #: The benchmark's protocol is an LLM judge; there is no offline judge good enough to be a default
     #: (docs/mmhal.md), so ``--judge mmhal-llm`` is the default and needs an endpoint or ``--judge-model local``.
     default_judge: ClassVar[str | None] = "mmhal-llm"
+    judge_kind: ClassVar[str] = "mmhal"
 
     def __init__(
         self,

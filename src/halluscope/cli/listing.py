@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from halluscope.cli.common import console
+
+if TYPE_CHECKING:
+    from halluscope.registry import Registry
 
 
 def list_components() -> None:
@@ -13,22 +18,18 @@ def list_components() -> None:
 
     from halluscope.benchmarks import BENCHMARKS
     from halluscope.claims import EXTRACTORS
-    from halluscope.judges import ANSWER_JUDGES, ENTAILMENT_JUDGES, JUDGES, VISUAL_ENTAILMENT_JUDGES
+    from halluscope.judges import JUDGE_KINDS, KIND_BENCHMARKS
     from halluscope.models import MODELS
 
     table = Table(title="halluscope components")
     table.add_column("kind")
     table.add_column("name")
     table.add_column("what it is")
-    for kind, registry in (
-        ("benchmark", BENCHMARKS),
-        ("extractor", EXTRACTORS),
-        ("judge", JUDGES),
-        ("judge (reefknot vqa)", ENTAILMENT_JUDGES),
-        ("judge (hallusionbench)", ANSWER_JUDGES),
-        ("judge (prove)", VISUAL_ENTAILMENT_JUDGES),
-        ("model", MODELS),
-    ):
+    judges: list[tuple[str, Registry[Any]]] = [
+        (f"judge ({', '.join(KIND_BENCHMARKS[kind])})", registry) for kind, registry in JUDGE_KINDS.items()
+    ]
+    others: list[tuple[str, Registry[Any]]] = [("benchmark", BENCHMARKS), ("extractor", EXTRACTORS)]
+    for kind, registry in (*others, *judges, ("model", MODELS)):
         for name in registry.names():
             table.add_row(kind, name, registry.descriptions.get(name, ""))
     console().print(table)

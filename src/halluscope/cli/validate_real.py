@@ -91,17 +91,16 @@ def _extractor(name: str, options: dict[str, Any], store: Any) -> Any:
 
 def claim_judge(name: str, options: dict[str, Any], store: Any) -> Any:
     """The claim judge ``name``, or a clear stop: unknown, badly configured, or a judge of whole answers."""
-    from halluscope.judges import JUDGES
+    from halluscope.judges import JUDGES, judge_belongs_elsewhere
     from halluscope.registry import UnknownComponentError
-    from halluscope.stages import Judge
 
+    elsewhere = None if name in JUDGES.names() else judge_belongs_elsewhere(name, "claims")
+    if elsewhere:
+        fail(f"{elsewhere}; validate-judge checks judges of claims: {', '.join(JUDGES.names())}")
     try:
-        judge = JUDGES.create(name, cache=store, **options)
+        return JUDGES.create(name, cache=store, **options)
     except (UnknownComponentError, ValueError, TypeError) as error:
         fail(f"judge {name!r}: {error}")
-    if not isinstance(judge, Judge):  # a judge of whole answers (hqh-llm, mmhal-llm): no claim verdicts
-        fail(judge.not_claims().reason)
-    return judge
 
 
 #: The readings of one judge: whose claims (the extractor's from the answer, or the hand-made ones, or those

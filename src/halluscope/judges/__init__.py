@@ -1,6 +1,9 @@
 """Judges, by the kind of judge slot they fill: claims (claim + scene graph → supported / hallucinated
 (object | relation | attribute) / unjudged), entailment between statements, whole answers against their
-reference, and a statement against the image."""
+reference (HallusionBench, HQH, MMHal-Bench, each graded its own way), and a statement against the image.
+
+A benchmark names its kind (``judge_kind``), so ``--judge`` offers exactly the judges that can score it,
+and a judge of another kind is refused before any answer is collected, naming where it belongs."""
 
 from halluscope.registry import Registry
 from halluscope.stages import AnyJudge
@@ -11,20 +14,36 @@ JUDGES: Registry[AnyJudge] = Registry(
         "similarity": "halluscope.judges.similarity:SimilarityJudge",
         "typed": "halluscope.judges.typed:TypedJudge",
         "llm": "halluscope.judges.llm:LLMJudge",
-        "hqh-llm": "halluscope.judges.hqh:HQHLLMJudge",
-        "hqh-rules": "halluscope.judges.hqh_rules:HQHRulesJudge",
         "vlm": "halluscope.judges.vlm:VLMJudge",
-        "mmhal-llm": "halluscope.judges.mmhal:MMHalLLMJudge",
     },
     {
         "similarity": "Tri-HE's embedding-similarity judge (offline; default model all-MiniLM-L6-v2)",
         "typed": "offline: objects checked with WordNet, then the relation; tells object from relation errors",
         "llm": "Tri-HE's LLM judge over any OpenAI-compatible endpoint (per claim or batched)",
-        "hqh-llm": "HQH's judge over any OpenAI-compatible endpoint: correct/incorrect + extra contradicting claims",
-        "hqh-rules": "offline HQH judge: count, yes/no, OCR, attribute rules; region lookup; else unjudged",
-        "vlm": "a VLM on any OpenAI-compatible endpoint sees the photo: Tri-HE claims three ways, HQH answers",
-        "mmhal-llm": "MMHal-Bench's 0-6 rating of an answer over any OpenAI-compatible endpoint (or local)",
+        "vlm": "a VLM on any OpenAI-compatible endpoint sees the photo: Tri-HE claims three ways",
     },
+)
+
+#: Judges of HQH's answers against the image information (``judge_kind`` "hqh").
+HQH_JUDGES: Registry[AnyJudge] = Registry(
+    "HQH judge",
+    {
+        "hqh-rules": "halluscope.judges.hqh_rules:HQHRulesJudge",
+        "hqh-llm": "halluscope.judges.hqh:HQHLLMJudge",
+        "vlm": "halluscope.judges.vlm:VLMJudge",
+    },
+    {
+        "hqh-rules": "offline HQH judge: count, yes/no, OCR, attribute rules; region lookup; else unjudged",
+        "hqh-llm": "HQH's judge over any OpenAI-compatible endpoint: correct/incorrect + extra contradicting claims",
+        "vlm": "a VLM on any OpenAI-compatible endpoint sees the photo and judges the answer",
+    },
+)
+
+#: Raters of MMHal-Bench's answers (``judge_kind`` "mmhal").
+MMHAL_JUDGES: Registry[AnyJudge] = Registry(
+    "MMHal-Bench judge",
+    {"mmhal-llm": "halluscope.judges.mmhal:MMHalLLMJudge"},
+    {"mmhal-llm": "MMHal-Bench's 0-6 rating of an answer over any OpenAI-compatible endpoint (or local)"},
 )
 
 #: Judges of benchmarks that score by bidirectional entailment (Reefknot's VQA task; ``judge_kind``).
@@ -87,13 +106,39 @@ JUDGE_KINDS: dict[str, Registry[AnyJudge]] = {
     "entailment": ENTAILMENT_JUDGES,
     "answers": ANSWER_JUDGES,
     "visual-entailment": VISUAL_ENTAILMENT_JUDGES,
+    "hqh": HQH_JUDGES,
+    "mmhal": MMHAL_JUDGES,
 }
+
+#: The benchmarks whose judge slot each kind fills, as ``halluscope list`` and messages name them.
+KIND_BENCHMARKS: dict[str, tuple[str, ...]] = {
+    "claims": ("tri-he", "synthetic"),
+    "entailment": ("reefknot",),  # its VQA task; yes/no and multiple choice use no judge
+    "answers": ("hallusionbench",),
+    "visual-entailment": ("prove",),
+    "hqh": ("hqh",),
+    "mmhal": ("mmhal",),
+}
+
+
+def judge_belongs_elsewhere(name: str, kind: str) -> str | None:
+    """Where a judge that is not of ``kind`` belongs, in words (``judge 'hqh-llm' belongs to --benchmark
+    hqh``), or None when no kind has it."""
+    others = [k for k, registry in JUDGE_KINDS.items() if k != kind and name in registry.names()]
+    if not others:
+        return None
+    where = " or ".join(f"--benchmark {b}" for k in others for b in KIND_BENCHMARKS[k])
+    return f"judge {name!r} belongs to {where}"
 
 __all__ = [
     "ANSWER_JUDGES",
     "ENTAILMENT_JUDGES",
+    "HQH_JUDGES",
     "JUDGES",
     "JUDGE_KINDS",
+    "KIND_BENCHMARKS",
+    "MMHAL_JUDGES",
     "VISUAL_ENTAILMENT_JUDGES",
+    "judge_belongs_elsewhere",
     "judge_registry",
 ]

@@ -156,6 +156,7 @@ def _check_stages(config: RunConfig, bench: Benchmark) -> None:
     for stage in STAGES:
         choice = getattr(config, stage)
         if bench.uses_stage(stage):
+            _check_known(config, stage, bench)
             if is_local(choice.options.get("model")):
                 local_stages.append(stage)
             else:
@@ -178,6 +179,21 @@ def _check_stages(config: RunConfig, bench: Benchmark) -> None:
             f"{config.flag('base_url')} is the endpoint of the llm extractor or judge, and neither is used in "
             "this run"
         )
+
+
+def _check_known(config: RunConfig, stage: str, bench: Benchmark) -> None:
+    """Refuse, before any answer is collected, an extractor or judge the benchmark's slot does not have;
+    a judge of another benchmark is named with the benchmark it belongs to."""
+    from halluscope.judges import judge_belongs_elsewhere
+
+    registry, _ = _stage_registry(stage, bench)
+    name = getattr(config, stage).name
+    if name is None or name in registry.names():
+        return
+    elsewhere = judge_belongs_elsewhere(name, bench.judge_kind) if stage == "judge" else None
+    choose = f"the {bench.name} benchmark takes {', '.join(registry.names())}"
+    given = f"{config.flag(stage)} {name}" if config.surface == "cli" else f"{config.flag(stage)}{name!r}"
+    raise EvaluationError(f"{given}: " + (f"{elsewhere}; {choose}" if elsewhere else f"unknown; {choose}"))
 
 
 def _stage_registry(stage: str, bench: Benchmark) -> tuple[Any, str | None]:
