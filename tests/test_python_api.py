@@ -180,3 +180,24 @@ def test_readme_python_example_runs_as_written(tmp_path: Path, monkeypatch: pyte
     r_score, scored, run_dir = printed.getvalue().split()
     assert float(r_score) == 50.0  # one pair, both answered "yes": one right, one wrong
     assert scored == "2" and (Path(run_dir) / "metrics.json").exists()
+
+
+def test_only_answered_is_said_on_the_command_line_and_not_warned_about_in_python(tmp_path: Path) -> None:
+    """Leaving out the unanswered samples is what the user asked for: the CLI says how many, Python does not
+    raise a warning for it (a missing answer without ``only_answered`` is warned about)."""
+    answers_file = tmp_path / "answers.jsonl"
+    answers_file.write_text("".join(r.model_dump_json() + "\n" for r in _answers()[:4]), encoding="utf-8")
+    common = {"data": reefknot_layout(), "responses": answers_file, "bench_options": {"tasks": "yesno"}, "limit": 6,
+              "cache": False}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        halluscope.evaluate("reefknot", out=tmp_path / "api", only_answered=True, **common)
+    with pytest.warns(UserWarning, match="2 of 6 samples have no response"):
+        halluscope.evaluate("reefknot", out=tmp_path / "api-all", **common)
+    result = CliRunner().invoke(
+        app, ["run", "-b", "reefknot", "--data", str(reefknot_layout()), "--bench-opt", "tasks=yesno", "--limit", "6",
+              "-r", str(answers_file), "--out", str(tmp_path / "cli"), "--no-cache", "-q", "--only-answered"],
+    )
+    assert result.exit_code == 0 and "scoring the 4 answered samples; 2 without an answer left out" in result.output

@@ -169,6 +169,9 @@ class CliHooks:
 
         console(stderr=True).print(f"[yellow]{escape(message)}[/yellow]")
 
+    def info(self, message: str) -> None:
+        console(stderr=True).print(message, markup=False, highlight=False)
+
     def problems(self, path: Path, problems: list[str]) -> None:
         from rich.markup import escape
 

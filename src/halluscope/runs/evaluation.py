@@ -48,6 +48,8 @@ class RunHooks(Protocol):
 
     def notice(self, message: str) -> None: ...
 
+    def info(self, message: str) -> None: ...
+
     def problems(self, path: Path, problems: list[str]) -> None: ...
 
     def old_spelling(self, note: str) -> None: ...
@@ -62,6 +64,12 @@ class WarningHooks:
         """Something the user should know that does not stop the run."""
         # Six frames up (notice, _select, execute, api._execute, evaluate): the caller of evaluate().
         warnings.warn(message, stacklevel=6)
+
+    def info(self, message: str) -> None:
+        """What the run does as asked (``only_answered``): logged, not warned about."""
+        import logging
+
+        logging.getLogger("halluscope").info(message)
 
     def problems(self, path: Path, problems: list[str]) -> None:
         """Lines of the responses file that could not be used (each names its line and the problem)."""
@@ -332,9 +340,7 @@ def _select(config: RunConfig, answers: _Answers, hooks: RunHooks) -> Benchmark:
         from halluscope.runs.selection import answered_only
 
         if missing:
-            hooks.notice(
-                f"scoring the {len(ids) - missing} answered samples; {missing} without an answer left out"
-            )
+            hooks.info(f"scoring the {len(ids) - missing} answered samples; {missing} without an answer left out")
         return answered_only(answers.bench, answers.responses)
     if missing:
         asked = sum(1 for i in ids if i in answers.model_failures)
