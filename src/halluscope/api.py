@@ -129,29 +129,6 @@ _OPTIONS = {
     "progress": "show progress bars (default False)",
 }
 
-
-# --- evaluate -------------------------------------------------------------------------------------------
-
-#: Keyword options of :func:`evaluate`, besides the named parameters; each mirrors a ``halluscope run`` flag.
-_OPTIONS = {
-    "bench_options": "--bench-opt key=value, as a mapping",
-    "extractor_options": "--extractor-opt (``model`` here is --extractor-model)",
-    "judge_options": "--judge-opt (``model`` here is --judge-model)",
-    "model_options": "--model-opt",
-    "limit": "--limit",
-    "base_url": "--base-url",
-    "responses_key": "--responses-key",
-    "only_answered": "--only-answered",
-    "strict": "--strict",
-    "overwrite": "--overwrite",
-    "cache": "--cache (a path), or False for --no-cache",
-    "chunk_size": "--chunk-size",
-    "max_failure_share": "--max-failure-share",
-    "max_tokens": "--max-tokens",
-    "concurrency": "--concurrency",
-    "progress": "show progress bars (default False)",
-}
-
 #: What :func:`evaluate` takes as answers: a file, or the answers themselves.
 Answers = str | Path | Iterable[Response | Mapping[str, Any]]
 
