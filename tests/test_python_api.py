@@ -157,10 +157,11 @@ def test_spec_keeps_the_run_config_as_given_without_secrets(tmp_path: Path) -> N
 
     config = RunConfig(
         benchmark="tri-he", out=tmp_path, model="openai/m", model_options={"api_key": "sk-123", "api_key_env": "K"},
-        judge=StageChoice(name="llm", options={"model": "m", "api_key": "sk-456"}),
+        judge=StageChoice(name="llm", options={"model": "m", "api_key": "sk-456", "max_tokens": 64}),
     )
     recorded = json.dumps(config.recorded())
     assert "sk-123" not in recorded and "sk-456" not in recorded and '"api_key_env": "K"' in recorded
+    assert config.recorded()["judge"]["options"]["max_tokens"] == 64  # a token limit is no secret
 
 
 @pytest.mark.full_data

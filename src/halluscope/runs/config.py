@@ -45,8 +45,9 @@ _SPELLINGS: dict[str, tuple[str, str]] = {
     "judge_options": ("--judge-opt", "judge_options="),
 }
 
-#: Words in an option's name that mark a secret: its value is not written to ``spec.json``.
-_SECRET_WORDS = ("api_key", "token", "secret", "password")
+#: Words of an option's name (split at ``_``) that mark a secret: its value is not written to ``spec.json``.
+#: Whole words, so ``max_tokens`` is recorded while ``api_key`` and ``access_token`` are not.
+_SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password"})
 
 
 class StageChoice(BaseModel):
@@ -148,8 +149,11 @@ class RunConfig(BaseModel):
         return data
 
 
+def _is_secret(name: str) -> bool:
+    """Whether option ``name`` holds a secret; ``*_env`` options name an environment variable, not a secret."""
+    words = name.lower().split("_")
+    return words[-1] != "env" and not _SECRET_WORDS.isdisjoint(words)
+
+
 def _without_secrets(options: dict[str, Any]) -> dict[str, Any]:
-    return {
-        key: "(not recorded)" if any(w in key for w in _SECRET_WORDS) and not key.endswith("_env") else value
-        for key, value in options.items()
-    }
+    return {key: "(not recorded)" if _is_secret(key) else value for key, value in options.items()}
