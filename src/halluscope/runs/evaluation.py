@@ -179,7 +179,7 @@ def _check_stages(config: RunConfig, bench: Benchmark) -> None:
             )
     if not config.base_url:
         return
-    conflict = local_base_url_conflict(local_stages, ["llm"] if endpoint_stage else [])
+    conflict = local_base_url_conflict(local_stages, endpoint_stage)
     if conflict:
         raise EvaluationError(conflict.replace("--base-url", config.flag("base_url")))
     if not endpoint_stage:

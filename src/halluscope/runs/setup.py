@@ -112,10 +112,11 @@ def _local_options(
         raise EvaluationError(str(error)) from error
 
 
-def local_base_url_conflict(local_stages: Iterable[str], other_llm_stages: Iterable[str]) -> str | None:
-    """Why a run-wide ``base_url`` cannot be used, when every LLM stage it would reach says ``local``."""
-    local_list, others = list(local_stages), list(other_llm_stages)
-    if not local_list or others:
+def local_base_url_conflict(local_stages: Iterable[str], endpoint_stage: bool) -> str | None:
+    """Why a run-wide ``base_url`` cannot be used: some stage's model is ``local`` and no other stage
+    (``endpoint_stage``) would call the endpoint it names."""
+    local_list = list(local_stages)
+    if not local_list or endpoint_stage:
         return None
     which = " and ".join(f"the {stage}" for stage in local_list)
     return (
