@@ -30,10 +30,6 @@ class MovedJudge:
     judge_options: dict[str, Any]
     note: str
 
-    def cli_options(self) -> list[str]:
-        """The judge options as ``--judge-opt`` ``key=value`` strings."""
-        return [f"{k}={v}" for k, v in self.judge_options.items()]
-
 
 #: benchmark → (the option that named the judge, its default, {old option: the judge option it became}).
 _ALIASES: dict[str, tuple[str, str, dict[str, str]]] = {

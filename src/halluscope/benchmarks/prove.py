@@ -467,9 +467,6 @@ class Prove(Benchmark):
             )
         return self._scorer
 
-    def scorer_identity(self) -> dict[str, Any]:
-        return self._scorer.identity() if self._scorer is not None else {}
-
     async def _response_tuples(
         self, todo: list[tuple[int, Response]], ctx: ScoringContext, graphs: dict[int, SceneGraph]
     ) -> dict[int, tuple[list[SceneTuple], str] | Failure]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -581,15 +581,3 @@ class RelationClassifier:
             answers = await asyncio.gather(*(self._ask(r) for r in unknown))
             out.update(dict(zip(unknown, answers, strict=True)))
         return out
-
-
-def pick_distinct(candidates: Sequence[str], avoid: Sequence[str], count: int) -> list[str]:
-    """Up to ``count`` candidates, in order, none related to ``avoid`` or to each other."""
-    chosen: list[str] = []
-    for candidate in candidates:
-        if len(chosen) == count:
-            break
-        if any(related(candidate, other) for other in (*avoid, *chosen)):
-            continue
-        chosen.append(candidate)
-    return chosen

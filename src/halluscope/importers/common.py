@@ -16,7 +16,7 @@ or paired silently.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,10 +145,6 @@ class Matcher:
             id=sample_id, response=row.answer, metadata={"imported_from": self.kind, "source_row": row.where}
         )
         return sample_id
-
-    def add_all(self, rows: Iterable[ExternalRow]) -> None:
-        for row in rows:
-            self.add(row)
 
     def finish(self, path: Path) -> ResponsesFile:
         """The result; raises :class:`ResponsesError` naming the first problems when no row was usable."""

@@ -733,10 +733,6 @@ class NameMatcher:
         matches = self.find_all_in_scene(name, scene)
         return matches[0] if matches else None
 
-    def scene_heads(self, scene: SceneGraph) -> set[str]:
-        """Head lemmas of every entity in the scene."""
-        return {h for item in self._index(scene).names for h in item.heads}
-
 
 def _split_conjuncts(words: list[str]) -> list[list[str]]:
     parts: list[list[str]] = [[]]
