@@ -6,7 +6,9 @@ golden copy written by the code the refactor started from. The inputs are the co
 AMBER, HallusionBench, PROVE's hand-made file), the synthetic build of ``tests/layouts.py`` (Tri-HE and
 Reefknot layouts, the synthetic benchmark) and, marked ``full_data``, the HQH release; the answers are
 made here from the sample ids by fixed rules, mixing right, wrong, hedged, empty and unreadable ones so that
-every counter moves. Offline stages only.
+every counter moves. Offline stages, and for the benchmarks an LLM judges (MMHal-Bench, Reefknot's VQA) a
+scripted judge on loopback whose verdicts follow fixed rules over the prompt it is sent; marked ``full_data``,
+CHAIR on OPERA's released captions and MMHal-Bench on LLaVA's released answers.
 
 A change that is meant to alter figures rewrites the goldens, visibly, in its own commit:
 ``HALLUSCOPE_WRITE_GOLDEN=1 python -m pytest tests/test_golden_metrics.py``.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +30,16 @@ from typer.testing import CliRunner
 from halluscope.benchmarks import BENCHMARKS
 from halluscope.cli.main import app
 from tests.layouts import reefknot_layout, synthetic_layouts, tri_he_layout
-from tests.paths import AMBER_EXCERPT, HALLUSIONBENCH_EXCERPT, HQH_DIR, POPE_EXCERPT, REPO_ROOT
+from tests.paths import (
+    AMBER_EXCERPT,
+    FULL_DATA,
+    HALLUSIONBENCH_EXCERPT,
+    HQH_DIR,
+    MMHAL_DIR,
+    POPE_EXCERPT,
+    REPO_ROOT,
+)
+from tests.scripted_server import Reply, ScriptedServer, completion
 
 GOLDEN = REPO_ROOT / "tests" / "data" / "golden"
 WRITE = os.environ.get("HALLUSCOPE_WRITE_GOLDEN", "") not in ("", "0")
@@ -86,7 +98,7 @@ def _closed(benchmark: str, where: Callable[[], Path], options: dict[str, str]) 
     return make
 
 
-def _claims(benchmark: str, where: Callable[[], Path]) -> Callable[[Path], list[str]]:
+def _claims(benchmark: str, where: Callable[[], Path], *judge: str) -> Callable[[Path], list[str]]:
     """Open answers with supplied claims: the image's first reference facts, one of them bent, one invented."""
 
     def make(tmp: Path) -> list[str]:
@@ -103,8 +115,8 @@ def _claims(benchmark: str, where: Callable[[], Path]) -> Callable[[Path], list[
             text = " ".join(f"The {s} {r} the {o}." for s, r, o in facts)
             rows.append({"id": sample.id, "response": text, "claims": facts})
         answers = _write(tmp / "answers.jsonl", rows)
-        return ["-b", benchmark, "--data", str(data), "-r", str(answers), "--judge", "typed",
-                "--judge-opt", "model=off"]
+        return ["-b", benchmark, "--data", str(data), "-r", str(answers),
+                *(judge or ("--judge", "typed", "--judge-opt", "model=off"))]
 
     return make
 
@@ -140,6 +152,50 @@ def _hqh(tmp: Path) -> list[str]:
             *[a for k, v in options.items() for a in ("--bench-opt", f"{k}={v}")]]
 
 
+def _chair(tmp: Path) -> list[str]:
+    captions = FULL_DATA / "chair-coco" / "opera-released-captions" / "llava-1.5" / "greedy.jsonl"
+    return ["-b", "chair", "--data", str(FULL_DATA / "chair-coco"), "-r", str(captions),
+            "--bench-opt", f"ids={captions}"]
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", text.lower()))
+
+
+def _scripted_judge(body: Any) -> Reply:
+    """Fixed rules over the prompt: MMHal-Bench's rating from the answer's length, entailment from shared words."""
+    prompt = str(body["messages"][-1]["content"])
+    if "Model's answer:" in prompt:
+        answer = prompt.split("Model's answer:")[1]
+        return completion(f"The answer is compared with the reference.\nRating: {len(answer) % 7}")
+    first = re.search(r"First statement: (.*)", prompt)
+    second = re.search(r"Second statement: (.*)", prompt)
+    if first and second:
+        one, two = _words(first.group(1)), _words(second.group(1))
+        return completion(json.dumps({"entails": two <= one}) if len(one) % 5 else "not sure")
+    return completion("not sure")
+
+
+def _mmhal(tmp: Path, base_url: str) -> list[str]:
+    answers = MMHAL_DIR / "responses" / "llava_7b.json"
+    return ["-b", "mmhal", "--data", str(MMHAL_DIR), "-r", str(answers), "--judge-model", "m", "--base-url",
+            base_url, "--max-failure-share", "1"]
+
+
+def _reefknot_vqa(tmp: Path, base_url: str) -> list[str]:
+    """Reefknot's VQA answered by rule: the label itself, the label with a word more, or the wrong relation."""
+    data = reefknot_layout()
+    rows = []
+    for i, sample in enumerate(_ids("reefknot", data, {"tasks": "vqa"})):
+        label = str(sample.reference)
+        subject, obj = str(sample.metadata["subject"]), str(sample.metadata["object"])
+        answer = [label, f"The {label}", f"{subject} is far from {obj}.", "", label.upper()][i % 5]
+        rows.append({"id": sample.id, "response": answer})
+    answers = _write(tmp / "answers.jsonl", rows)
+    return ["-b", "reefknot", "--data", str(data), "-r", str(answers), "--bench-opt", "tasks=vqa",
+            "--judge", "llm", "--judge-model", "m", "--base-url", base_url, "--max-failure-share", "1"]
+
+
 CASES: dict[str, Callable[[Path], list[str]]] = {
     "pope": _closed("pope", lambda: POPE_EXCERPT, {}),
     "pope-paper": _closed("pope", lambda: POPE_EXCERPT, {"mode": "paper"}),
@@ -147,10 +203,14 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "hallusionbench": _closed("hallusionbench", lambda: HALLUSIONBENCH_EXCERPT, {}),
     "reefknot": _closed("reefknot", reefknot_layout, {"tasks": "yesno,mcq"}),
     "tri-he": _claims("tri-he", tri_he_layout),
+    "tri-he-similarity": _claims("tri-he", tri_he_layout, "--judge", "similarity"),
     "synthetic": _synthetic,
     "prove": _prove,
 }
-FULL_DATA_CASES: dict[str, Callable[[Path], list[str]]] = {"hqh": _hqh}
+FULL_DATA_CASES: dict[str, Callable[[Path], list[str]]] = {"hqh": _hqh, "chair": _chair}
+#: Cases judged by the scripted judge: they are given its address.
+JUDGED_CASES: dict[str, Callable[[Path, str], list[str]]] = {"reefknot-vqa": _reefknot_vqa}
+FULL_DATA_JUDGED_CASES: dict[str, Callable[[Path, str], list[str]]] = {"mmhal": _mmhal}
 
 #: Relative tolerance for floats computed by plain arithmetic over counts: only rounding may differ.
 EXACT_FLOATS = 1e-9
@@ -159,7 +219,7 @@ EXACT_FLOATS = 1e-9
 #: the same versions (BLAS build, CPU features), so a tighter bound fails on a fresh machine for no reason.
 #: A real change of the figures moves them by far more than this.
 EMBEDDING_FLOATS = 1e-6
-FLOAT_TOLERANCE = {"prove": EMBEDDING_FLOATS}
+FLOAT_TOLERANCE = {"prove": EMBEDDING_FLOATS, "tri-he-similarity": EMBEDDING_FLOATS}
 
 
 def _same(got: Any, want: Any, where: str = "", rel_tol: float = EXACT_FLOATS) -> list[str]:
@@ -204,6 +264,23 @@ def test_metrics_json_equals_the_golden_copy(name: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(FULL_DATA_CASES))
 def test_metrics_json_equals_the_golden_copy_on_the_released_files(name: str, tmp_path: Path) -> None:
     _check(name, FULL_DATA_CASES[name], tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(JUDGED_CASES))
+def test_metrics_json_with_a_scripted_judge_equals_the_golden_copy(
+    name: str, tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.responder = _scripted_judge
+    _check(name, lambda tmp: JUDGED_CASES[name](tmp, scripted_server.base_url), tmp_path)
+
+
+@pytest.mark.full_data
+@pytest.mark.parametrize("name", sorted(FULL_DATA_JUDGED_CASES))
+def test_metrics_json_with_a_scripted_judge_on_the_released_files(
+    name: str, tmp_path: Path, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.responder = _scripted_judge
+    _check(name, lambda tmp: FULL_DATA_JUDGED_CASES[name](tmp, scripted_server.base_url), tmp_path)
 
 
 def test_embedding_tolerance_lets_rounding_pass_and_catches_a_real_change() -> None:
