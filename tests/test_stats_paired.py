@@ -113,6 +113,11 @@ def test_accuracy_comparison_uses_mcnemar_for_independent_items_and_the_bootstra
     assert independent.p_value == pytest.approx(scipy_stats.binomtest(0, 25, 0.5).pvalue)
     assert independent.interval is not None and independent.interval.contains(independent.difference)
     assert independent.interval.method == "paired-bootstrap-percentile"
+    points = independent.scaled(100)
+    assert (points.baseline, points.candidate, points.difference) == pytest.approx((80.0, 92.5, 12.5))
+    assert points.interval is not None and points.interval.low == pytest.approx(
+        100 * independent.interval.low
+    )
     clustered = paired_proportion_comparison(baseline, candidate, [i // 4 for i in range(200)], unit="image")
     assert clustered is not None and clustered.test == "paired-bootstrap"
     assert clustered.units == 50 and clustered.unit == "image" and clustered.n == 200
@@ -151,6 +156,8 @@ def test_sign_flip_enumerates_small_cases_exactly() -> None:
         zeros = ClusteredSums.from_items({"v": np.zeros(units), "n": np.ones(units)})
         shifted = ClusteredSums.from_items({"v": np.array(differences, float), "n": np.ones(units)})
         assert sign_flip_test(zeros, shifted, "v") == pytest.approx(expected)
+    with pytest.raises(ValueError, match="no component 'total' to test; the runs have v, n"):
+        sign_flip_test(zeros, zeros, "total")
 
 
 def test_paired_mean_comparison_reports_a_sign_flip_p_value() -> None:

@@ -75,6 +75,17 @@ class PairedComparison(BaseModel):
     unit: str
     p_adjusted: float | None = None
 
+    def scaled(self, factor: float) -> PairedComparison:
+        """The same comparison with the metric values multiplied by ``factor`` (100 for percentage points)."""
+        return self.model_copy(
+            update={
+                "baseline": self.baseline * factor,
+                "candidate": self.candidate * factor,
+                "difference": self.difference * factor,
+                "interval": None if self.interval is None else self.interval.scaled(factor),
+            }
+        )
+
 
 def mcnemar_exact(only_baseline_correct: int, only_candidate_correct: int) -> float:
     """McNemar's exact two-sided p-value from the two discordant counts.
@@ -222,6 +233,8 @@ def sign_flip_test(
     otherwise ``resamples`` random sign patterns are drawn (with the +1 that keeps p above 0).
     """
     candidate_sums = _aligned(baseline, candidate)
+    if total not in baseline.names:
+        raise ValueError(f"no component {total!r} to test; the runs have {', '.join(baseline.names)}")
     column = baseline.names.index(total)
     differences = candidate_sums[:, column] - baseline.sums[:, column]
     observed = abs(float(differences.sum()))
