@@ -113,11 +113,9 @@ def test_cluster_bootstrap_covers_a_clustered_proportion_where_the_item_bootstra
         components = {"correct": correct, "items": np.ones(correct.size)}
         accuracy = ratio("correct", "items")
         clustered = cluster_bootstrap(
-            ClusteredSums.from_items(components, images, unit="image"), accuracy, resamples=1000, seed=dataset
+            ClusteredSums.from_items(components, images, unit="image"), accuracy, resamples=500, seed=dataset
         )
-        naive = cluster_bootstrap(
-            ClusteredSums.from_items(components), accuracy, resamples=1000, seed=dataset
-        )
+        naive = cluster_bootstrap(ClusteredSums.from_items(components), accuracy, resamples=500, seed=dataset)
         assert clustered is not None and naive is not None
         assert clustered.unit == "image" and clustered.units == 60 and clustered.n == correct.size
         by_image += clustered.contains(0.7)
