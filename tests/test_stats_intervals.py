@@ -213,6 +213,8 @@ def test_undefined_metric_gives_no_interval_and_undefined_resamples_are_counted(
 def test_bad_items_are_named() -> None:
     with pytest.raises(ValueError, match=r"item 2 has a non-finite 'hits' value \(nan\)"):
         ClusteredSums.from_items({"hits": [1.0, 0.0, float("nan")], "items": [1, 1, 1]})
+    with pytest.raises(ValueError, match=r"item 'coco-random-7' has a non-finite 'hits' value \(inf\)"):
+        ClusteredSums.from_items({"hits": [1.0, float("inf")]}, item_ids=["coco-random-6", "coco-random-7"])
     with pytest.raises(ValueError, match="2 cluster ids for 3 items"):
         ClusteredSums.from_items({"hits": [1, 0, 1]}, ["a", "b"])
     with pytest.raises(ValueError, match="component 'items' has 2 values for 3 items"):

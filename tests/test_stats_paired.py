@@ -172,6 +172,16 @@ def test_paired_mean_comparison_reports_a_sign_flip_p_value() -> None:
     assert comparison.difference == pytest.approx(float(np.mean(candidate - baseline)))
     assert comparison.p_value < 0.01
     assert comparison.interval is not None and comparison.interval.low > 0
+    ones, images = np.ones(300), [i // 6 for i in range(300)]
+    bca = paired_bootstrap(
+        ClusteredSums.from_items({"v": baseline, "n": ones}, images),
+        ClusteredSums.from_items({"v": candidate, "n": ones}, images),
+        ratio("v", "n"),
+        method="bca",
+    )
+    assert bca is not None and bca.interval is not None and bca.interval.method == "paired-bootstrap-bca"
+    assert bca.interval.contains(bca.difference)
+    assert bca.interval.width == pytest.approx(comparison.interval.width, rel=0.15)
 
 
 def test_holm_by_hand() -> None:

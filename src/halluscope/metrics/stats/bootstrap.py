@@ -76,12 +76,13 @@ class ClusteredSums:
         clusters: Sequence[Hashable] | None = None,
         *,
         unit: str | None = None,
+        item_ids: Sequence[Hashable] | None = None,
     ) -> ClusteredSums:
         """Reduce per-item components (equal-length arrays, one value per item) to per-unit sums.
 
         ``clusters`` gives each item's unit id (the image, figure, question set or caption it belongs to);
         None makes every item its own unit. ``unit`` names the unit in the interval ("image"); it defaults to
-        "item" without clusters and "cluster" with them.
+        "item" without clusters and "cluster" with them. ``item_ids`` (optional) name the items in errors.
         """
         if not components:
             raise ValueError("a metric needs at least one per-item component (e.g. 'hits' and 'items')")
@@ -93,8 +94,10 @@ class ClusteredSums:
                 raise ValueError(f"component {name!r} has {column.size} values for {n} items")
             bad = np.flatnonzero(~np.isfinite(column))
             if bad.size:
+                first = int(bad[0])
+                label = repr(item_ids[first]) if item_ids is not None and first < len(item_ids) else first
                 raise ValueError(
-                    f"item {int(bad[0])} has a non-finite {name!r} value ({column[bad[0]]}); "
+                    f"item {label} has a non-finite {name!r} value ({column[first]}); "
                     "leave unscored items out before computing an interval"
                 )
         if clusters is None:
