@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from halluscope.redact import mask_text
 from halluscope.report.order import order_metrics
 from halluscope.runs.store import read_metrics, read_spec
 
@@ -42,8 +43,8 @@ def summarise_run(run_dir: Path) -> RunSummary:
     return RunSummary(
         run=Path(run_dir).name,
         benchmark=report.benchmark,
-        model=_component_name(model) if isinstance(model, dict) else str(model),
-        judge=_component_name(spec.get("judge")),
+        model=mask_text(_component_name(model) if isinstance(model, dict) else str(model)),
+        judge=mask_text(_component_name(spec.get("judge"))),
         metrics=dict(report.metrics),
         counts=dict(report.counts),
     )
