@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import base64
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,35 @@ def test_a_rendered_model_spec_hides_keys_but_shows_max_tokens() -> None:
     assert SECRET not in shown
     assert "max_tokens=64" in shown and "describe_max_tokens=256" in shown and "access_token=***" in shown
     assert f"access_token={SECRET}" in spec.render(redact=False)
+
+
+# -- report --csv ------------------------------------------------------------------------------------------
+
+
+FORMULA = "=cmd|' -C calc'!A0"
+
+
+def write_minimal_run(
+    folder: Path, metrics: dict[str, float], records: list[dict[str, Any]] | None = None
+) -> Path:
+    """A run folder as the runner leaves it: spec.json, metrics.json and samples.jsonl."""
+    records = records or []
+    folder.mkdir(parents=True)
+    (folder / "spec.json").write_text(json.dumps({"benchmark": {"benchmark": "pope"}, "model": "-model"}))
+    report = {"benchmark": "pope", "metrics": metrics, "groups": {}, "counts": {"samples": len(records)}}
+    (folder / "metrics.json").write_text(json.dumps(report))
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+def test_csv_cells_that_would_be_formulas_are_text_and_numbers_stay_numbers(tmp_path: Path) -> None:
+    run = write_minimal_run(tmp_path / FORMULA, {"accuracy": 81.25, "delta_accuracy": -0.5})
+    out = tmp_path / "runs.csv"
+    result = invoke("report", str(run), "--csv", str(out))
+    assert result.exit_code == 0, result.output
+    with out.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows[0]["run"] == "'" + FORMULA
+    assert rows[0]["model"] == "'-model"
+    assert rows[0]["accuracy"] == "81.25" and rows[0]["delta_accuracy"] == "-0.5"
+    assert float(rows[0]["delta_accuracy"]) == -0.5

@@ -69,18 +69,32 @@ def table_rows(summaries: Sequence[RunSummary]) -> tuple[list[str], list[list[st
     return header, rows
 
 
+#: First characters that make a spreadsheet read a cell as a formula (or, for tab and CR, that some
+#: spreadsheets strip before doing so): ``=cmd|' -C calc'!A0`` as a run folder's name would run a command.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: str | float | int) -> str | float | int:
+    """A CSV cell that a spreadsheet reads as the text it is: text that would start a formula gets a
+    leading ``'`` (OWASP's rule for CSV injection). Numbers stay numbers, negative ones included: only
+    text (names of runs, models, judges, metrics) comes from outside."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def to_csv(summaries: Sequence[RunSummary]) -> str:
     columns = metric_columns(summaries)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["run", "benchmark", "model", "judge", *columns])
+    writer.writerow([csv_cell(name) for name in ["run", "benchmark", "model", "judge", *columns]])
     for s in summaries:
         writer.writerow(
             [
-                s.run,
-                s.benchmark,
-                s.model,
-                s.judge,
+                csv_cell(s.run),
+                csv_cell(s.benchmark),
+                csv_cell(s.model),
+                csv_cell(s.judge),
                 *("" if s.metrics.get(c) is None else s.metrics[c] for c in columns),
             ]
         )
