@@ -157,3 +157,40 @@ def test_csv_cells_that_would_be_formulas_are_text_and_numbers_stay_numbers(tmp_
     assert rows[0]["model"] == "'-model"
     assert rows[0]["accuracy"] == "81.25" and rows[0]["delta_accuracy"] == "-0.5"
     assert float(rows[0]["delta_accuracy"]) == -0.5
+
+
+# -- report --html ----------------------------------------------------------------------------------------
+
+
+def test_an_html_report_of_huge_answers_stays_small_and_says_where_the_rest_is(tmp_path: Path) -> None:
+    from halluscope.report.html import write_html_report
+
+    filler = "The scene shows many things in great detail. " * 1_500  # 69,000 characters
+    records = [
+        {
+            "id": f"q{i}",
+            "prompt": "Describe the image.",
+            "response": f"A dog sits on a sofa. {filler}A cat sleeps under the table.",
+            "claims": [
+                {"subject": "dog", "relation": "sits on", "object": "sofa", "verdict": "supported"},
+                {"subject": "cat", "relation": "sleeps under", "object": "table", "verdict": "hallucinated"},
+            ],
+        }
+        for i in range(4)
+    ]
+    run = write_minimal_run(tmp_path / "run", {"accuracy": 50.0}, records)
+    answers = sum(len(r["response"]) for r in records)
+    page = write_html_report([run], tmp_path / "report.html").read_text(encoding="utf-8")
+    assert answers > 250_000
+    assert len(page) < answers / 4
+    more = len(records[0]["response"]) - 4_000
+    assert page.count(f"… ({more:,} more characters in samples.jsonl)") == len(records)
+    # The beginning is shown, with its claim marked; the claim stated past the cut is said to be there.
+    data = json.loads(page.split('id="hs-data">', 1)[1].split("</script>", 1)[0])
+    first = data["samples"][0]
+    assert first["a"].startswith("A dog sits on a sofa. The scene shows")
+    assert first["c"][0]["sp"] is not None and first["c"][1]["sp"] is None and first["c"][1]["cut"] is True
+    # The whole answer is still in the run folder.
+    assert (
+        json.loads((run / "samples.jsonl").read_text().splitlines()[0])["response"] == records[0]["response"]
+    )
