@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import csv
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,23 @@ def test_the_same_run_with_its_key_resumes(tmp_path: Path) -> None:
     assert first.exit_code == 0, first.output
     assert again.exit_code == 0, again.output
     assert "holds a run with" not in again.output
+
+
+def test_an_unreachable_endpoint_is_named_without_its_key(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://u:{SECRET}@127.0.0.1:{port}/v1"
+    result = invoke(
+        "run", "-b", "reefknot", "--data", str(reefknot_layout()), "--bench-opt", "tasks=yesno", "--limit", "2",
+        "--model", f"openai/vlm?base_url={url}&text_only=true&max_retries=0", "--out", str(tmp_path / "run"),
+        "--no-cache", "--quiet",
+    )  # fmt: skip
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert f"could not reach http://u:***@127.0.0.1:{port}/v1" in said
+    assert SECRET not in result.output
+    assert files_holding(tmp_path / "run", SECRET) == []
 
 
 @pytest.mark.parametrize("command", ["run", "respond"])
