@@ -43,8 +43,10 @@ def console(stderr: bool = False) -> Any:
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print a clear error and exit (no traceback for user errors)."""
-    console(stderr=True).print(f"[bold red]error:[/bold red] {message}")
+    """Print a clear error and exit (no traceback for user errors); a key the message quotes is masked."""
+    from halluscope.redact import mask_text
+
+    console(stderr=True).print(f"[bold red]error:[/bold red] {mask_text(message)}")
     raise typer.Exit(code)
 
 

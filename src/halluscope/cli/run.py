@@ -167,10 +167,14 @@ class CliHooks:
     def notice(self, message: str) -> None:
         from rich.markup import escape
 
-        console(stderr=True).print(f"[yellow]{escape(message)}[/yellow]")
+        from halluscope.redact import mask_text
+
+        console(stderr=True).print(f"[yellow]{escape(mask_text(message))}[/yellow]")
 
     def info(self, message: str) -> None:
-        console(stderr=True).print(message, markup=False, highlight=False)
+        from halluscope.redact import mask_text
+
+        console(stderr=True).print(mask_text(message), markup=False, highlight=False)
 
     def problems(self, path: Path, problems: list[str]) -> None:
         from rich.markup import escape

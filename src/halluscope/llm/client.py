@@ -55,6 +55,7 @@ from halluscope.llm.errors import (
     LLMTimeoutError,
 )
 from halluscope.options import check_options
+from halluscope.redact import mask_text, mask_url
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -326,15 +327,15 @@ class ChatClient:
     def endpoints_label(self) -> str:
         """The endpoints for messages: the URL, or ``N endpoints (a, b, ...)``."""
         if len(self.base_urls) == 1:
-            return self.base_url
-        return f"{len(self.base_urls)} endpoints ({', '.join(self.base_urls)})"
+            return mask_url(self.base_url)
+        return f"{len(self.base_urls)} endpoints ({', '.join(map(mask_url, self.base_urls))})"
 
     def requests_by_endpoint(self) -> dict[str, int]:
         """HTTP requests sent to each endpoint so far."""
         return {e.url: e.sent for e in self._endpoints}
 
     def __repr__(self) -> str:
-        shown = self.base_url if len(self.base_urls) == 1 else self.base_urls
+        shown = mask_url(self.base_url) if len(self.base_urls) == 1 else [mask_url(u) for u in self.base_urls]
         return f"ChatClient(model={self.model!r}, base_url={shown!r})"
 
     @property
@@ -482,11 +483,11 @@ class ChatClient:
         if len(self._endpoints) == 1 or self.cooldown_s == 0:
             return
         endpoint.down_until = time.monotonic() + self.cooldown_s
-        log.warning("taking %s out for %g s after: %s", endpoint.url, self.cooldown_s, error)
+        log.warning("taking %s out for %g s after: %s", mask_url(endpoint.url), self.cooldown_s, error)
 
     def _scrub(self, text: str) -> str:
         key = self._key.get()
-        return text.replace(key, "<api key>") if key else text
+        return mask_text(text.replace(key, "<api key>") if key else text)
 
     async def _send(self, payload: dict[str, Any]) -> ChatResult:
         http, semaphore = self._state()
@@ -502,14 +503,16 @@ class ChatClient:
                 try:
                     response = await http.post(url, json=payload)
                 except httpx.TimeoutException as error:
-                    raise LLMTimeoutError(f"no answer from {url} within {self.timeout_s:g} s") from error
+                    shown = mask_url(url)
+                    raise LLMTimeoutError(f"no answer from {shown} within {self.timeout_s:g} s") from error
                 except httpx.UnsupportedProtocol as error:
-                    raise LLMBadRequestError(f"base URL {endpoint.url!r} is not an http(s) URL") from error
+                    shown = mask_url(endpoint.url)
+                    raise LLMBadRequestError(f"base URL {shown!r} is not an http(s) URL") from error
                 except httpx.TransportError as error:
                     detail = self._scrub(str(error)) or type(error).__name__
-                    raise LLMConnectionError(f"could not reach {url}: {detail}") from error
+                    raise LLMConnectionError(f"could not reach {mask_url(url)}: {detail}") from error
                 latency = time.perf_counter() - started
-                return self._parse(response, url, latency)
+                return self._parse(response, mask_url(url), latency)
             except (LLMConnectionError, LLMServerError) as error:
                 self._take_out(endpoint, error)
                 raise
@@ -678,15 +681,15 @@ def served_model(
         except (httpx.HTTPError, ValueError) as error:
             if index + 1 < len(urls):
                 continue
-            detail = str(error).replace(key, "<api key>") if key else str(error)
+            detail = mask_text(str(error).replace(key, "<api key>") if key else str(error))
             raise ValueError(
-                f"no model named, and {url} could not say which model it serves ({detail}); {hint}"
+                f"no model named, and {mask_url(url)} could not say which model it serves ({detail}); {hint}"
             ) from None
     entries = body.get("data") if isinstance(body, dict) else None
     ids = [str(e["id"]) for e in entries or [] if isinstance(e, dict) and e.get("id")]
     if len(ids) != 1:
         listed = ", ".join(ids[:5]) + (", …" if len(ids) > 5 else "") if ids else "none"
-        raise ValueError(f"no model named, and {url} serves {len(ids)} models ({listed}); {hint}")
+        raise ValueError(f"no model named, and {mask_url(url)} serves {len(ids)} models ({listed}); {hint}")
     return ids[0]
 
 

@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field
 
 from halluscope.cache import Cache
 from halluscope.models.base import Model
+from halluscope.redact import MASK, is_secret_name, mask_text
 
 
 class ModelSpecError(ValueError):
@@ -69,13 +70,20 @@ class ModelSpec(BaseModel):
         return self.render()
 
     def render(self, *, redact: bool = True) -> str:
-        """The canonical spec string (options sorted); secret-looking values are hidden unless asked."""
+        """The canonical spec string (options sorted); secrets are hidden unless asked.
+
+        Hidden: options named as secrets by whole words (``api_key``, ``access_token``; ``max_tokens`` is
+        shown) and the key inside a URL value (``base_url=http://user:***@host/v1``). The rendered spec is a
+        label (``respond``'s ``model`` field), never part of an identity, so what it shows can change.
+        """
         prefix = "".join(f"{w}:" for w in self.wrappers)
         text = f"{prefix}{self.provider}/{self.name}"
         if self.options:
             parts = []
             for key, value in sorted(self.options.items()):
-                shown = "***" if redact and _is_secret(key) else _format_value(value)
+                shown = _format_value(value)
+                if redact:
+                    shown = MASK if is_secret_name(key) else mask_text(shown)
                 parts.append(f"{key}={quote(shown, safe='/:.,-_~*')}")
             text += "?" + "&".join(parts)
         return text
@@ -89,9 +97,9 @@ _WRAPPER = re.compile(r"^([A-Za-z][\w-]*)(?:\[([^\]]*)\])?:(.*)$", re.DOTALL)
 _NAME = re.compile(r"^[A-Za-z][\w.-]*$")
 
 
-def _is_secret(key: str) -> bool:
-    lowered = key.lower()
-    return ("key" in lowered or "token" in lowered or "secret" in lowered) and not lowered.endswith("_env")
+def _shown(key: str, value: Any) -> str:
+    """An option's value as a message quotes it: a secret masked."""
+    return repr(MASK) if is_secret_name(key) else mask_text(repr(value))
 
 
 def _format_value(value: OptionValue) -> str:
@@ -122,7 +130,7 @@ def _parse_options(text: str, separator: str, where: str) -> dict[str, OptionVal
         key, eq, value = part.partition("=")
         key = unquote(key.strip())
         if not eq or not key:
-            raise ModelSpecError(f"option {part!r} in {where} must be written key=value")
+            raise ModelSpecError(f"option {mask_text(part)!r} in {where} must be written key=value")
         if not re.fullmatch(r"[A-Za-z_][\w]*", key):
             raise ModelSpecError(f"option name {key!r} in {where} must be letters, digits and underscores")
         if key in options:
@@ -136,7 +144,7 @@ def parse_model_spec(text: str, *, known_wrappers: set[str] | None = None) -> Mo
     from halluscope.models.mitigations import MITIGATIONS
 
     wrappers_known = known_wrappers if known_wrappers is not None else set(MITIGATIONS.names())
-    original = text
+    original = mask_text(text)  # as messages quote it: a key written in the spec stays out of them
     rest = text.strip()
     if not rest:
         raise ModelSpecError("empty model spec; write provider/name, e.g. openai/gpt-4o")
@@ -202,9 +210,10 @@ def merge_options(spec: ModelSpec, overrides: Mapping[str, Any]) -> dict[str, An
         if value is None:
             continue
         if key in merged and merged[key] != value:
+            there, here = (_shown(key, v) for v in (merged[key], value))
             raise ModelSpecError(
-                f"option {key!r} is set both in the model spec ({merged[key]!r}) and on the command line "
-                f"({value!r}); give it once"
+                f"option {key!r} is set both in the model spec ({there}) and on the command line ({here}); "
+                "give it once"
             )
         merged[key] = value
     return merged

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from halluscope.redact import mask_data
+
 #: Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#7f7f00", "#000000")
 
@@ -140,7 +142,8 @@ def load_run(directory: Path) -> ReportRun:
     spec: dict[str, Any] = {}
     if spec_path.exists():
         raw_spec = store.read_spec(directory) if store else _read_json_file(spec_path)
-        spec = dict(raw_spec) if isinstance(raw_spec, Mapping) else {}
+        # masked as this version writes spec.json, so a key an older run kept in a base URL is not shown
+        spec = mask_data(dict(raw_spec)) if isinstance(raw_spec, Mapping) else {}
     else:
         notes.append("spec.json is missing")
     imported = spec.get("responses_file")

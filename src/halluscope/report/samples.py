@@ -3,12 +3,18 @@
 Why the benchmark is reopened: run directories keep answers and verdicts, not the images or scene graphs;
 the run's spec says how to recreate its benchmark, which (where its data is on this machine) gives them
 back. Every failure on the way only adds a note, so a run copied to another machine still renders.
+
+Why texts are cut: a page carries every sample, so one model that rambles (68 KB answers) would make a page
+of hundreds of megabytes that no browser opens. Each text the page shows (a prompt, an answer, a reference,
+an explanation, a metadata value) is cut at :data:`TEXT_LIMIT` characters, the cut said where it is made;
+the whole text stays in the run's ``samples.jsonl``.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +200,31 @@ def _find_image(record: Mapping[str, Any], sample: Any, run: ReportRun) -> Path 
     return None
 
 
+#: The most characters of one text the page carries; the rest is in samples.jsonl.
+TEXT_LIMIT = 4_000
+
+
+def shown_text(text: str, limit: int = TEXT_LIMIT) -> str:
+    """``text`` as the page shows it: whole when short, else its first ``limit`` characters and a note."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters in samples.jsonl)"
+
+
+def _shown_or_none(value: Any) -> str | None:
+    return None if value is None else shown_text(str(value))
+
+
+def _shown_value(value: Any) -> Any:
+    """A metadata value: text cut as any text; a long list or mapping as its JSON text, cut."""
+    if isinstance(value, str):
+        return shown_text(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    as_json = json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(as_json) <= TEXT_LIMIT else shown_text(as_json)
+
+
 _RECORD_FIELDS = {"id", "prompt", "response", "claims", "failure", "image_id", "metadata", "claims_source"}
 
 
@@ -211,18 +242,23 @@ def _sample_payload(
         if not isinstance(claim, dict):
             continue
         s, r, o = (str(claim.get(k) or "") for k in ("subject", "relation", "object"))
+        # Looked for in the part shown only: the rest is not on the page, and searching 68 KB answers for
+        # every claim took most of the report's time.
+        span = locate_claim(response_text[:TEXT_LIMIT], s, r, o) if response_text else None
+        past_cut = span is None and len(response_text) > TEXT_LIMIT
         claims.append(
             {
-                "s": s,
-                "r": r,
-                "o": o,
+                "s": shown_text(s),
+                "r": shown_text(r),
+                "o": shown_text(o),
                 "v": str(claim.get("verdict") or "unjudged"),
                 "e": claim.get("error"),
                 "c": claim_category(claim),
                 "sc": as_float(claim.get("score")),
-                "ev": [str(e) for e in claim.get("evidence") or []],
-                "x": claim.get("explanation"),
-                "sp": locate_claim(response_text, s, r, o) if response_text else None,
+                "ev": [shown_text(str(e)) for e in claim.get("evidence") or []],
+                "x": _shown_or_none(claim.get("explanation")),
+                "sp": span,
+                "cut": past_cut,
             }
         )
     metadata = dict(record["metadata"]) if isinstance(record.get("metadata"), dict) else {}
@@ -238,18 +274,18 @@ def _sample_payload(
     return {
         "r": run_index,
         "id": str(record.get("id")),
-        "q": str(record.get("prompt") or getattr(sample, "prompt", "") or ""),
-        "a": response if isinstance(response, str) else None,
-        "ref": None if reference is None else str(reference),
-        "pred": None if prediction is None else str(prediction),
+        "q": shown_text(str(record.get("prompt") or getattr(sample, "prompt", "") or "")),
+        "a": shown_text(response) if isinstance(response, str) else None,
+        "ref": _shown_or_none(reference),
+        "pred": _shown_or_none(prediction),
         "ok": correct if isinstance(correct, bool) else None,
-        "f": record.get("failure"),
+        "f": _shown_or_none(record.get("failure")),
         "src": record.get("claims_source"),
         "img": image_key,
         "sg": scene_key,
         "iid": record.get("image_id") or getattr(sample, "image_id", None),
         "c": claims,
-        "meta": {**metadata, **extra},
+        "meta": {key: _shown_value(value) for key, value in {**metadata, **extra}.items()},
     }
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from halluscope.redact import mask_text
 from halluscope.report.order import order_metrics
 from halluscope.runs.store import read_metrics, read_spec
 
@@ -42,8 +43,8 @@ def summarise_run(run_dir: Path) -> RunSummary:
     return RunSummary(
         run=Path(run_dir).name,
         benchmark=report.benchmark,
-        model=_component_name(model) if isinstance(model, dict) else str(model),
-        judge=_component_name(spec.get("judge")),
+        model=mask_text(_component_name(model) if isinstance(model, dict) else str(model)),
+        judge=mask_text(_component_name(spec.get("judge"))),
         metrics=dict(report.metrics),
         counts=dict(report.counts),
     )
@@ -68,18 +69,32 @@ def table_rows(summaries: Sequence[RunSummary]) -> tuple[list[str], list[list[st
     return header, rows
 
 
+#: First characters that make a spreadsheet read a cell as a formula (or, for tab and CR, that some
+#: spreadsheets strip before doing so): ``=cmd|' -C calc'!A0`` as a run folder's name would run a command.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: str | float | int) -> str | float | int:
+    """A CSV cell that a spreadsheet reads as the text it is: text that would start a formula gets a
+    leading ``'`` (OWASP's rule for CSV injection). Numbers stay numbers, negative ones included: only
+    text (names of runs, models, judges, metrics) comes from outside."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def to_csv(summaries: Sequence[RunSummary]) -> str:
     columns = metric_columns(summaries)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["run", "benchmark", "model", "judge", *columns])
+    writer.writerow([csv_cell(name) for name in ["run", "benchmark", "model", "judge", *columns]])
     for s in summaries:
         writer.writerow(
             [
-                s.run,
-                s.benchmark,
-                s.model,
-                s.judge,
+                csv_cell(s.run),
+                csv_cell(s.benchmark),
+                csv_cell(s.model),
+                csv_cell(s.judge),
                 *("" if s.metrics.get(c) is None else s.metrics[c] for c in columns),
             ]
         )

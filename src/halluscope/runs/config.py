@@ -17,6 +17,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from halluscope.redact import is_secret_name, mask_data
+
 __all__ = ["EvaluationError", "RunConfig", "StageChoice"]
 
 
@@ -44,10 +46,6 @@ _SPELLINGS: dict[str, tuple[str, str]] = {
     "judge_model": ("--judge-model", "judge_options['model']"),
     "judge_options": ("--judge-opt", "judge_options="),
 }
-
-#: Words of an option's name (split at ``_``) that mark a secret: its value is not written to ``spec.json``.
-#: Whole words, so ``max_tokens`` is recorded while ``api_key`` and ``access_token`` are not.
-_SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password"})
 
 
 class StageChoice(BaseModel):
@@ -140,20 +138,20 @@ class RunConfig(BaseModel):
             raise EvaluationError(f"{', '.join(idle)} only {verb} with {path}; leave {pronoun} out")
 
     def recorded(self) -> dict[str, Any]:
-        """The config as ``spec.json`` keeps it: as given, secrets left out, nothing about presentation."""
+        """The config as ``spec.json`` keeps it: as given, secrets left out, nothing about presentation.
+
+        Options named as secrets (whole words: ``api_key``, ``access_token``, but not ``max_tokens``) are not
+        recorded; keys written inside a value (a base URL's ``user:password@``, a spec's ``?api_key=``) are
+        masked, since the rest of that value says which endpoint or model ran.
+        """
         data = self.model_dump(mode="json", exclude={"progress", "surface", "overwrite"})
         for key in ("bench_options", "model_options"):
             data[key] = _without_secrets(data[key])
         for stage in ("extractor", "judge"):
             data[stage] = {"name": data[stage]["name"], "options": _without_secrets(data[stage]["options"])}
-        return data
-
-
-def _is_secret(name: str) -> bool:
-    """Whether option ``name`` holds a secret; ``*_env`` options name an environment variable, not a secret."""
-    words = name.lower().split("_")
-    return words[-1] != "env" and not _SECRET_WORDS.isdisjoint(words)
+        masked: dict[str, Any] = mask_data(data)
+        return masked
 
 
 def _without_secrets(options: dict[str, Any]) -> dict[str, Any]:
-    return {key: "(not recorded)" if _is_secret(key) else value for key, value in options.items()}
+    return {key: "(not recorded)" if is_secret_name(key) else value for key, value in options.items()}

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from halluscope.redact import mask_text
 from halluscope.runs.config import EvaluationError, RunConfig, StageChoice
 from halluscope.runs.setup import (
     create_benchmark,
@@ -309,7 +310,7 @@ def _ask_model(config: RunConfig, bench: Benchmark, store: Cache) -> _Answers:
     try:
         model = create_model(str(config.model), cache=store, **config.model_options)
     except (UnknownComponentError, ValueError, TypeError) as error:
-        raise EvaluationError(f"model {config.model!r}: {error}") from error
+        raise EvaluationError(mask_text(f"model {config.model!r}: {error}")) from error
     spec = {"model": model.identity(), "responses": str(config.out / "responses.jsonl")}
     _check_out(config, spec)
 

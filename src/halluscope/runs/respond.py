@@ -38,6 +38,7 @@ from typing import Any
 from halluscope.jsonio import iter_jsonl, write_json_atomic
 from halluscope.llm.errors import endpoint_unusable
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
+from halluscope.redact import mask_data
 from halluscope.runs.differences import comparable_identity, describe_difference
 from halluscope.runs.images import MissingImagesError, check_images
 from halluscope.runs.progress import ProgressSink, make_progress
@@ -241,7 +242,7 @@ def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
                 f"{meta.get('benchmark_name')!r}; choose another --out"
             )
         meta["created"] = previous.get("created", meta["created"])
-    write_json_atomic(meta_path, meta)
+    write_json_atomic(meta_path, mask_data(meta))  # a key in a base URL stays off the disk
 
 
 def _replay_warnings(model: Model, benchmark: Benchmark, ids: list[str]) -> list[str]:
@@ -391,7 +392,7 @@ async def collect_responses(
     meta["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if fatal:
         meta["stopped"] = f"{type(fatal[0]).__name__}: {fatal[0]}"
-    write_json_atomic(out_dir / RESPOND_META_FILE, meta)
+    write_json_atomic(out_dir / RESPOND_META_FILE, mask_data(meta))
     if fatal:
         cause = endpoint_unusable(fatal[0]) or fatal[0]
         raise ModelEndpointError(

@@ -27,6 +27,7 @@ from typing import Any
 
 from halluscope.gcpause import gc_frozen
 from halluscope.jsonio import write_json_atomic
+from halluscope.redact import mask_data
 from halluscope.runs.differences import (
     comparable_identity,
     describe_difference,
@@ -134,18 +135,19 @@ def build_spec(
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     spec.update(spec_extra or {})
-    return spec
+    masked: dict[str, Any] = mask_data(spec)  # a key in a base URL or a model spec stays off the disk
+    return masked
 
 
 def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] = IDENTITY_FIELDS) -> None:
     """Refuse, in one short line, to resume a run directory that holds another run (on ``keys``)."""
     if not (Path(out_dir) / SPEC_FILE).exists():
         return
-    previous = upgraded_spec(read_spec(out_dir))
+    previous = mask_data(upgraded_spec(read_spec(out_dir)))  # as this version writes it: keys masked
     for key in keys:
         if key not in spec:
             continue
-        there, now = without_counts(key, previous.get(key)), without_counts(key, spec.get(key))
+        there, now = without_counts(key, previous.get(key)), without_counts(key, mask_data(spec.get(key)))
         if key == "model":  # the endpoint's address may change between runs; what it serves may not
             there, now = comparable_identity(there), comparable_identity(now)
         same = same_responses(there, now) if key == "responses" else there == now

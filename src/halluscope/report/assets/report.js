@@ -267,7 +267,7 @@
     }, el("span", { className: "mark chip v-" + c.c, title: TITLES[c.c], text: label }), el("span", { className: "triplet", text: tripletText(c) }));
     var detail = [];
     if (c.sc !== null && c.sc !== undefined) detail.push("score " + (Math.round(c.sc * 1000) / 1000));
-    if (!c.sp) detail.push("not located in the response text");
+    if (!c.sp) detail.push(c.cut ? "not located in the part of the response shown here (whole text in samples.jsonl)" : "not located in the response text");
     if (detail.length) li.appendChild(el("span", { className: "detail", text: " · " + detail.join(" · ") }));
     if (c.x) li.appendChild(el("div", { className: "detail explanation", text: c.x }));
     if (c.ev.length) {
