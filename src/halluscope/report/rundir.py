@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from halluscope.jsonio import loads_json
+
 #: Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#7f7f00", "#000000")
 
@@ -94,7 +96,7 @@ def as_float(value: Any) -> float | None:
 
 def _read_json_file(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}: not valid JSON ({exc})") from exc
 
