@@ -9,6 +9,7 @@ by the outcome the sandbox reports.
 from __future__ import annotations
 
 import os
+import platform
 import socket
 import threading
 from collections.abc import Iterator
@@ -256,3 +257,49 @@ def test_a_forged_result_is_that_programs_sandbox_error(bare_sandbox: Sandbox, f
     )
     assert forger.status == "sandbox_error" and "invalid result" in (forger.error or ""), forger.describe()
     assert (before.status, before.value, after.status, after.value) == ("ok", 1, "ok", 2)
+
+
+#: ``newfstatat`` by number, per machine: called through ctypes it takes any path, whatever its flags.
+_NEWFSTATAT = {"x86_64": 262, "aarch64": 79}.get(platform.machine())
+AT_FDCWD, AT_EMPTY_PATH = -100, 0x1000
+
+PATH_PROBES: dict[str, tuple[str, set[str], object]] = {
+    # name: (program, the outcomes that mean it learned nothing, the answer it may give then)
+    "stat": (_prog("return os.stat('/etc/passwd').st_size", imports="os"), {"denied"}, None),
+    "lstat": (_prog("return os.lstat('/etc').st_mode", imports="os"), {"denied"}, None),
+    "exists": (
+        _prog("return [os.path.exists(p) for p in ('/etc/passwd', '/no/such/file', '/')]", imports="os"),
+        {"ok"},
+        [False, False, False],
+    ),
+    "access": (
+        _prog("return [os.access(p, os.F_OK) for p in ('/etc/passwd', '/no/such/file')]", imports="os"),
+        {"ok"},
+        [False, False],
+    ),
+    "readlink": (_prog("return os.readlink('/proc/self/exe')", imports="os"), {"denied"}, None),
+}
+if _NEWFSTATAT is not None:
+    PATH_PROBES["newfstatat with AT_EMPTY_PATH and a path"] = (
+        _prog(
+            "buffer = ctypes.create_string_buffer(512)",
+            f"return ctypes.CDLL(None).syscall({_NEWFSTATAT}, {AT_FDCWD}, b'/etc/passwd', buffer, {AT_EMPTY_PATH})",
+            imports="ctypes",
+        ),
+        {"ok"},
+        -1,
+    )
+
+
+def test_a_program_cannot_learn_whether_a_path_exists(bare_sandbox: Sandbox) -> None:
+    """With the OS layers alone, no system call that looks a path up answers: stat, access, readlink."""
+    names = list(PATH_PROBES)
+    results = bare_sandbox.run(GRAPH, [PATH_PROBES[name][0] for name in names] + [GOOD])
+    for name, result in zip(names, results, strict=False):
+        _, stopped, answer = PATH_PROBES[name]
+        assert result.status in stopped, (name, result.describe())
+        if result.status == "ok":
+            assert result.value == answer, (name, result.describe())
+        else:
+            assert "refused by the sandbox" in (result.error or ""), (name, result.describe())
+    assert results[-1].status == "ok" and results[-1].value["colour"] == "white"  # a normal program still runs
