@@ -234,12 +234,12 @@ class Cache:
         self._guarded(store)
 
     def count(self, namespace: str | None = None) -> int:
-        def count(conn: sqlite3.Connection) -> Any:
+        def counted(conn: sqlite3.Connection) -> Any:
             if namespace is None:
                 return conn.execute("SELECT COUNT(*) FROM entries").fetchone()
             return conn.execute("SELECT COUNT(*) FROM entries WHERE namespace=?", (namespace,)).fetchone()
 
-        return int(self._guarded(count)[0])
+        return int(self._guarded(counted)[0])
 
     def close(self) -> None:
         with self._lock:

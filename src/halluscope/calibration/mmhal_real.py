@@ -15,7 +15,6 @@ per-model averages (rank correlation over models).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from importlib import resources

@@ -28,7 +28,6 @@ matched item's question; a line that does not is a named problem, never a silent
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 from typing import Any
 

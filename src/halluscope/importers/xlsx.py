@@ -41,8 +41,8 @@ MAX_CELLS = 20_000_000
 _WHAT_TO_DO = "export the sheet as .tsv or .csv, or pass the answers as JSONL"
 
 
-def _mb(size: int) -> str:
-    return f"{size / (1 << 20):,.0f} MB"
+def _size(size: int) -> str:
+    return f"{size >> 20:,} MB" if size >= 1 << 20 else f"{size >> 10:,} KB"
 
 
 def check_xlsx(path: Path) -> None:
@@ -59,7 +59,7 @@ def check_xlsx(path: Path) -> None:
         total += member.file_size
         if total > MAX_UNPACKED_BYTES:
             raise ResponsesError(
-                f"{path}: refused, its members would unpack to more than {_mb(MAX_UNPACKED_BYTES)} (the limit "
+                f"{path}: refused, its members would unpack to more than {_size(MAX_UNPACKED_BYTES)} (the limit "
                 f"for an .xlsx; a zip bomb?); {_WHAT_TO_DO}"
             )
         ratio = member.file_size / max(member.compress_size, 1)

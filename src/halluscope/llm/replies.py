@@ -7,7 +7,6 @@ so the caller records a failure for that answer rather than guessing.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from halluscope.jsonio import loads_json
