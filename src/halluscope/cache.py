@@ -120,21 +120,23 @@ class Cache:
             conn = _connect(str(path), on_disk=True)
         except (OSError, sqlite3.DatabaseError) as error:
             return self._without_file(f"{problem}, and no fresh one can be started there ({error})")
-        self._report(
-            f"cache {path} {problem}: moved it to {aside.name} and started a fresh cache (results it held "
-            "are computed again)"
+        done = (
+            f"moved it to {aside.name} and started a fresh cache" if aside is not None
+            else "another process has already started a fresh cache in its place"
         )
+        self._report(f"cache {path} {problem}: {done} (results it held are computed again)")
         return conn
 
-    def _move_aside(self) -> Path:
-        """Rename the unusable file (and its WAL files) to ``<name>.corrupt-<time>``; the new name."""
+    def _move_aside(self) -> Path | None:
+        """Rename the unusable file (and its WAL files) to ``<name>.corrupt-<time>``; the new name, or None
+        when another process has already put a working cache in its place."""
         assert self.path is not None
         stamp = time.strftime("%Y%m%d-%H%M%S")
         aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         with contextlib.suppress(FileNotFoundError):
             with self.path.open("rb") as handle:
                 if handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER and _healthy(self.path):
-                    return aside  # another process already replaced it with a fresh cache
+                    return None
             self.path.replace(aside)
         for suffix in ("-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
