@@ -168,6 +168,12 @@ def test_a_zip_bomb_is_refused_before_it_is_unpacked(tmp_path: Path, monkeypatch
         list(read_table(bomb))
 
 
+def test_a_sheet_with_broken_xml_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    broken = _sheet_zip(tmp_path / "cut.xlsx", iter([next(_rows(0)), b"<row><c"]))  # a sheet cut short
+    with pytest.raises(ResponsesError, match=r"cut\.xlsx: not a readable \.xlsx workbook \(unclosed token"):
+        list(read_table(broken))
+
+
 @pytest.fixture(scope="module")
 def big_bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A sheet that declares (honestly) 600 MB of rows, in a zip of a few MB: more than the default cap."""

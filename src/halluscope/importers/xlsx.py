@@ -79,8 +79,8 @@ def iter_xlsx_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     check_xlsx(path)
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as error:
-        raise ResponsesError(f"{path}: cannot be read as an .xlsx workbook ({error}); {_WHAT_TO_DO}") from error
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, SyntaxError) as error:  # XML errors are SyntaxErrors
+        raise ResponsesError(f"{path}: not a readable .xlsx workbook ({error}); {_WHAT_TO_DO}") from error
     try:
         if not book.worksheets:
             raise ResponsesError(f"{path}: the workbook holds no sheet")
@@ -97,7 +97,7 @@ def iter_xlsx_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if values is None or all(v is None for v in values):
                 continue
             yield number, {h: v for h, v in zip(header, values, strict=False) if h}
-    except zipfile.BadZipFile as error:  # a member whose data does not match its checksum
-        raise ResponsesError(f"{path}: a damaged .xlsx workbook ({error}); {_WHAT_TO_DO}") from error
+    except (zipfile.BadZipFile, SyntaxError) as error:  # a member failing its checksum, or broken sheet XML
+        raise ResponsesError(f"{path}: not a readable .xlsx workbook ({error}); {_WHAT_TO_DO}") from error
     finally:
         book.close()
