@@ -246,7 +246,14 @@ def verify(g):
 
 @pytest.mark.parametrize(
     "forged",
-    [b'{"status": {"nested": 1}}', b'{"status": "escaped", "value": 1}', b'{"status": "ok", "error": ["x"]}'],
+    [
+        b'{"status": {"nested": 1}}',
+        b'{"status": "escaped", "value": 1}',
+        b'{"status": "ok", "error": ["x"]}',
+        b'{"status": "ok", "value": ' + b"[" * 5000 + b"]" * 5000 + b"}",  # too deep for Python's JSON reader
+        b'{"status": "ok", "value": ' + b"[" * 300 + b"]" * 300 + b"}",  # too deep to be stored
+    ],
+    ids=["status not text", "unknown status", "error not text", "5000 levels deep", "300 levels deep"],
 )
 def test_a_forged_result_is_that_programs_sandbox_error(bare_sandbox: Sandbox, forged: bytes) -> None:
     """Without RestrictedPython a program can write its own bytes to the result pipe: that one program
@@ -303,3 +310,14 @@ def test_a_program_cannot_learn_whether_a_path_exists(bare_sandbox: Sandbox) -> 
         else:
             assert "refused by the sandbox" in (result.error or ""), (name, result.describe())
     assert results[-1].status == "ok" and results[-1].value["colour"] == "white"  # a normal program still runs
+
+
+def test_an_answer_nested_too_deeply_is_bad_type_and_the_batch_goes_on(sandbox: Sandbox) -> None:
+    """A 300-level list would pass JSON but not pydantic when the build stores the answer: refused at the source."""
+    deep = _prog("x = []", "for i in range(300):", "    x = [x]", "return x")
+    shallow = _prog("return {'tuples': [['dog', 'on', 'rug']], 'n': 1}")
+    before, refused, after = sandbox.run(GRAPH, [shallow, deep, shallow])
+    assert refused.status == "bad_type", refused.describe()
+    assert "nested more than 32 levels deep" in (refused.error or "")
+    assert before.value == after.value == {"tuples": [["dog", "on", "rug"]], "n": 1}
+    assert all(r.model_dump_json() for r in (before, refused, after))  # every result can be stored
