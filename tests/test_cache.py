@@ -1,4 +1,8 @@
-from halluscope.cache import Cache, content_key
+import sqlite3
+
+import pytest
+
+from halluscope.cache import Cache, CacheWarning, content_key
 
 
 def test_values_persist_across_processes_and_namespaces_stay_apart(tmp_path):
@@ -29,3 +33,24 @@ def test_many_keys_are_looked_up_in_chunks():
     items = {str(i): i for i in range(1234)}
     cache.put_many("n", items)
     assert cache.get_many("n", list(items)) == items
+
+
+def test_a_cache_file_failing_mid_run_is_dropped_with_one_warning(tmp_path):
+    """A file that fails once opened (damaged pages, a disk gone read-only) leaves the run going on in memory."""
+    path = tmp_path / "cache.sqlite"
+    cache = Cache(path)
+    cache.put("judge", "k", 1)
+
+    class Damaged:
+        def execute(self, *args, **kwargs):
+            raise sqlite3.DatabaseError("database disk image is malformed")
+
+        def close(self):
+            pass
+
+    cache._conn = Damaged()  # what SQLite raises when it meets a damaged page
+    with pytest.warns(CacheWarning, match=rf"cache {path}: failed while in use \(database disk image is malformed\); "
+                      "going on without a cache"):
+        assert cache.get("judge", "k") is None
+    cache.put("judge", "k", 2)
+    assert cache.get("judge", "k") == 2 and cache.count() == 1

@@ -9,6 +9,7 @@ by the outcome the sandbox reports.
 from __future__ import annotations
 
 import os
+import platform
 import socket
 import threading
 from collections.abc import Iterator
@@ -245,7 +246,14 @@ def verify(g):
 
 @pytest.mark.parametrize(
     "forged",
-    [b'{"status": {"nested": 1}}', b'{"status": "escaped", "value": 1}', b'{"status": "ok", "error": ["x"]}'],
+    [
+        b'{"status": {"nested": 1}}',
+        b'{"status": "escaped", "value": 1}',
+        b'{"status": "ok", "error": ["x"]}',
+        b'{"status": "ok", "value": ' + b"[" * 5000 + b"]" * 5000 + b"}",  # too deep for Python's JSON reader
+        b'{"status": "ok", "value": ' + b"[" * 300 + b"]" * 300 + b"}",  # too deep to be stored
+    ],
+    ids=["status not text", "unknown status", "error not text", "5000 levels deep", "300 levels deep"],
 )
 def test_a_forged_result_is_that_programs_sandbox_error(bare_sandbox: Sandbox, forged: bytes) -> None:
     """Without RestrictedPython a program can write its own bytes to the result pipe: that one program
@@ -256,3 +264,60 @@ def test_a_forged_result_is_that_programs_sandbox_error(bare_sandbox: Sandbox, f
     )
     assert forger.status == "sandbox_error" and "invalid result" in (forger.error or ""), forger.describe()
     assert (before.status, before.value, after.status, after.value) == ("ok", 1, "ok", 2)
+
+
+#: ``newfstatat`` by number, per machine: called through ctypes it takes any path, whatever its flags.
+_NEWFSTATAT = {"x86_64": 262, "aarch64": 79}.get(platform.machine())
+AT_FDCWD, AT_EMPTY_PATH = -100, 0x1000
+
+PATH_PROBES: dict[str, tuple[str, set[str], object]] = {
+    # name: (program, the outcomes that mean it learned nothing, the answer it may give then)
+    "stat": (_prog("return os.stat('/etc/passwd').st_size", imports="os"), {"denied"}, None),
+    "lstat": (_prog("return os.lstat('/etc').st_mode", imports="os"), {"denied"}, None),
+    "exists": (
+        _prog("return [os.path.exists(p) for p in ('/etc/passwd', '/no/such/file', '/')]", imports="os"),
+        {"ok"},
+        [False, False, False],
+    ),
+    "access": (
+        _prog("return [os.access(p, os.F_OK) for p in ('/etc/passwd', '/no/such/file')]", imports="os"),
+        {"ok"},
+        [False, False],
+    ),
+    "readlink": (_prog("return os.readlink('/proc/self/exe')", imports="os"), {"denied"}, None),
+}
+if _NEWFSTATAT is not None:
+    PATH_PROBES["newfstatat with AT_EMPTY_PATH and a path"] = (
+        _prog(
+            "buffer = ctypes.create_string_buffer(512)",
+            f"return ctypes.CDLL(None).syscall({_NEWFSTATAT}, {AT_FDCWD}, b'/etc/passwd', buffer, {AT_EMPTY_PATH})",
+            imports="ctypes",
+        ),
+        {"ok"},
+        -1,
+    )
+
+
+def test_a_program_cannot_learn_whether_a_path_exists(bare_sandbox: Sandbox) -> None:
+    """With the OS layers alone, no system call that looks a path up answers: stat, access, readlink."""
+    names = list(PATH_PROBES)
+    results = bare_sandbox.run(GRAPH, [PATH_PROBES[name][0] for name in names] + [GOOD])
+    for name, result in zip(names, results, strict=False):
+        _, stopped, answer = PATH_PROBES[name]
+        assert result.status in stopped, (name, result.describe())
+        if result.status == "ok":
+            assert result.value == answer, (name, result.describe())
+        else:
+            assert "refused by the sandbox" in (result.error or ""), (name, result.describe())
+    assert results[-1].status == "ok" and results[-1].value["colour"] == "white"  # a normal program still runs
+
+
+def test_an_answer_nested_too_deeply_is_bad_type_and_the_batch_goes_on(sandbox: Sandbox) -> None:
+    """A 300-level list would pass JSON but not pydantic when the build stores the answer: refused at the source."""
+    deep = _prog("x = []", "for i in range(300):", "    x = [x]", "return x")
+    shallow = _prog("return {'tuples': [['dog', 'on', 'rug']], 'n': 1}")
+    before, refused, after = sandbox.run(GRAPH, [shallow, deep, shallow])
+    assert refused.status == "bad_type", refused.describe()
+    assert "nested more than 32 levels deep" in (refused.error or "")
+    assert before.value == after.value == {"tuples": [["dog", "on", "rug"]], "n": 1}
+    assert all(r.model_dump_json() for r in (before, refused, after))  # every result can be stored

@@ -4,6 +4,13 @@ Why one place: run directories, responses files, benchmark builds and profiles a
 while halluscope may still be writing them. Writing to a temporary file and renaming it means a reader sees
 the old file or the new one, never half of one; reading JSONL line by line with line numbers means a torn
 last line (a process killed mid-write) or a corrupt line is reported by number instead of vanishing.
+
+Reading goes through :func:`loads_json` too, because Python's ``json`` parser recurses once per nesting
+level: a hostile or broken value nested thousands of levels deep raises ``RecursionError``, which no
+reader expects. Here it becomes :class:`JsonTooDeepError`, a ``json.JSONDecodeError``, so every reader's
+"not valid JSON" handling covers it. A JSONL line is held to :data:`MAX_LINE_DEPTH` levels as well: deeper
+values parse, but pydantic refuses them when a run writes and reads its records, so such a line is
+reported as bad where it is read instead of failing a run later.
 """
 
 from __future__ import annotations
@@ -16,14 +23,93 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_LINE_DEPTH",
+    "JsonTooDeepError",
     "JsonlLine",
     "iter_jsonl",
     "iter_jsonl_text",
     "json_line",
+    "loads_json",
     "write_json_atomic",
     "write_jsonl_atomic",
     "write_text_atomic",
 ]
+
+
+#: How deeply one JSONL line may nest (objects and lists); no record halluscope reads comes close, and
+#: pydantic stops at about 200 levels when it reads a record back.
+MAX_LINE_DEPTH = 100
+
+
+class JsonTooDeepError(json.JSONDecodeError):
+    """JSON nested more deeply than it may be; a ``json.JSONDecodeError`` so "bad JSON" handling covers it."""
+
+
+def _too_deep_at(text: str, limit: int) -> int:
+    """Where in ``text`` the nesting first passes ``limit`` levels (strings skipped), or -1."""
+    depth = 0
+    in_string = escaped = False
+    for position, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return position
+        elif char in "]}":
+            depth -= 1
+    return -1
+
+
+def _nests_deeper_than(value: Any, limit: int) -> bool:
+    """Whether a parsed value holds lists or objects more than ``limit`` levels deep (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        container, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = container.values() if isinstance(container, dict) else container
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def loads_json(text: str | bytes, *, max_depth: int | None = None) -> Any:
+    """``json.loads``, except that a value nested too deeply raises :class:`JsonTooDeepError`.
+
+    Without ``max_depth`` the limit is what Python's parser can follow (about a thousand levels); with it,
+    values nested more than ``max_depth`` levels are refused too.
+    """
+    if isinstance(text, bytes | bytearray):
+        text = text.decode("utf-8")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise _too_deep(text, max_depth) from None
+    if (
+        max_depth is not None
+        and isinstance(value, dict | list)
+        # Only a text with that many brackets can nest that deep: most values skip the walk.
+        and text.count("[") + text.count("{") > max_depth
+        and _nests_deeper_than(value, max_depth)
+    ):
+        raise _too_deep(text, max_depth)
+    return value
+
+
+def _too_deep(text: str, max_depth: int | None) -> JsonTooDeepError:
+    """The error for ``text``, placed where its nesting passes the limit (as a JSON error's line/column)."""
+    if max_depth is None:
+        problem, limit = "nested too deeply (more levels of lists and objects than can be read)", 500
+    else:
+        problem, limit = f"nested too deeply (more than {max_depth} levels of lists and objects)", max_depth
+    return JsonTooDeepError(problem, text, max(_too_deep_at(text, limit), 0))
 
 
 def write_text_atomic(path: Path, text: str, *, fsync: bool = False) -> Path:
@@ -85,9 +171,14 @@ def iter_jsonl_text(path: Path) -> Iterator[tuple[int, str, bool]]:
 
 
 def json_line(number: int, text: str, torn: bool = False) -> JsonlLine:
-    """One line parsed: its value, or the JSON error (column and message) as the problem."""
+    """One line parsed: its value, or the JSON error (column and message) as the problem.
+
+    A line nested more than :data:`MAX_LINE_DEPTH` levels is a bad line like any other.
+    """
     try:
-        value = json.loads(text)
+        value = loads_json(text, max_depth=MAX_LINE_DEPTH)
+    except JsonTooDeepError as error:
+        return JsonlLine(number, None, f"{error.msg} at column {error.colno}", torn, text)
     except json.JSONDecodeError as error:
         return JsonlLine(number, None, f"not valid JSON ({error.msg} at column {error.colno})", torn, text)
     return JsonlLine(number, value, None, torn, text)

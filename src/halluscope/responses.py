@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from halluscope.gcpause import gc_paused
-from halluscope.jsonio import JsonlLine, iter_jsonl, write_jsonl_atomic
+from halluscope.jsonio import JsonlLine, iter_jsonl, loads_json, write_jsonl_atomic
 from halluscope.types import Claim, Response, Sample
 
 _CORE_FIELDS = {"id", "response", "claims", "model"}
@@ -163,7 +163,7 @@ TRI_HE_OFFICIAL_FIELDS = frozenset({"question", "answer", "triplet"})
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return loads_json(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ResponsesError(f"{path}: not valid JSON ({error.msg}, line {error.lineno})") from error
 
@@ -443,7 +443,7 @@ def read_any_responses(
 
 def _is_single_json_object(path: Path) -> bool:
     try:
-        return isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+        return isinstance(loads_json(path.read_text(encoding="utf-8")), dict)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return False
 

@@ -41,6 +41,7 @@ from halluscope.benchmarks.closed import (
 )
 from halluscope.benchmarks.images import check_missing_policy, find_image, image_spec
 from halluscope.cache import default_cache_dir
+from halluscope.jsonio import loads_json
 from halluscope.metrics.amber import dimension_of
 from halluscope.options import check_options
 from halluscope.responses import ResponsesFile
@@ -139,7 +140,7 @@ def _read_own_layout(path: Path, benchmark_ids: set[str] | None) -> ResponsesFil
     the line of the item; a duplicate id keeps the first answer."""
     text = path.read_text(encoding="utf-8")
     try:
-        rows = json.loads(text)
+        rows = loads_json(text)
     except json.JSONDecodeError as error:
         raise ClosedDataError(
             f"{path} line {error.lineno} column {error.colno}: not valid JSON ({error.msg})"
@@ -236,7 +237,7 @@ class Amber(Benchmark):
     def items(self) -> list[dict[str, Any]]:
         def load(name: str) -> Any:
             try:
-                return json.loads((self.path / name).read_text(encoding="utf-8"))
+                return loads_json((self.path / name).read_text(encoding="utf-8"))
             except json.JSONDecodeError as error:
                 raise ClosedDataError(f"{self.path / name} is not valid JSON: {error}") from error
 
@@ -261,7 +262,7 @@ class Amber(Benchmark):
 
     @cached_property
     def association(self) -> dict[str, list[str]]:
-        raw = json.loads((self.path / "relation.json").read_text(encoding="utf-8"))
+        raw = loads_json((self.path / "relation.json").read_text(encoding="utf-8"))
         return {str(k): [str(v) for v in vs] for k, vs in raw.items()}
 
     @cached_property

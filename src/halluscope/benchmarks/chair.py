@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.closed import ClosedDataError
+from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.metrics.chair_coco import (
     ChairVocabulary,
     chair_coco_metrics,
@@ -117,7 +118,7 @@ def _load_ground_truth(path: str) -> ChairGroundTruth:
             with gzip.open(source, "rt", encoding="utf-8") if source.suffix == ".gz" else open(
                 source, encoding="utf-8"
             ) as handle:
-                data = json.load(handle)
+                data = loads_json(handle.read())
     except (OSError, EOFError, ValueError, pickle.UnpicklingError) as error:
         raise ClosedDataError(f"cannot read the CHAIR ground truth {source}: {error}") from error
     if not isinstance(data, dict) or not isinstance(data.get("imid_to_objects"), dict):
@@ -170,7 +171,7 @@ def read_captions(path: Path, *, caption_key: str = "caption") -> tuple[list[tup
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
-            whole = json.loads(text)
+            whole = loads_json(text)
         except json.JSONDecodeError:
             whole = None
         if isinstance(whole, dict) and isinstance(whole.get("sentences"), list):
@@ -182,7 +183,7 @@ def read_captions(path: Path, *, caption_key: str = "caption") -> tuple[list[tup
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads_json(line, max_depth=MAX_LINE_DEPTH)
         except json.JSONDecodeError as error:
             rows.append((None, f"line {number}: not JSON ({error.msg})"))
             continue
@@ -206,7 +207,7 @@ def _is_captions_file(path: Path, key: str = "caption") -> bool:
         return True
     first = head.split("\n", 1)[0]
     try:
-        row = json.loads(first)
+        row = loads_json(first, max_depth=MAX_LINE_DEPTH)
     except json.JSONDecodeError:
         return head.startswith("[") and '"image_id"' in head and f'"{key}"' in head
     if isinstance(row, list) and row:  # a JSON list on one line
@@ -227,7 +228,7 @@ def read_id_file(path: Path) -> list[str]:
         else:
             text = path.read_text(encoding="utf-8")
             try:
-                parsed = json.loads(text)
+                parsed = loads_json(text)
             except json.JSONDecodeError:
                 parsed = None
             if isinstance(parsed, list):
@@ -238,7 +239,7 @@ def read_id_file(path: Path) -> list[str]:
                     if not line.strip():
                         continue
                     try:
-                        row = json.loads(line)
+                        row = loads_json(line, max_depth=MAX_LINE_DEPTH)
                     except json.JSONDecodeError:
                         row = line.strip()
                     values.append(row.get("image_id", row.get("id")) if isinstance(row, dict) else row)

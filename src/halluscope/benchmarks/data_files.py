@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
+
 __all__ = ["BenchmarkDataError", "read_json_rows"]
 
 
@@ -26,7 +28,7 @@ def read_json_rows(path: Path) -> list[dict[str, Any]]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            rows = json.loads(text)
+            rows = loads_json(text)
         except json.JSONDecodeError as error:
             raise BenchmarkDataError(f"{path} is not valid JSON: {error}") from error
         for index, row in enumerate(rows):
@@ -38,7 +40,7 @@ def read_json_rows(path: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads_json(line, max_depth=MAX_LINE_DEPTH)
         except json.JSONDecodeError as error:
             raise BenchmarkDataError(f"{path} line {number}: not valid JSON ({error.msg})") from error
         if not isinstance(row, dict):

@@ -52,6 +52,7 @@ from halluscope.benchmarks.closed import ClosedDataError, check_prompt, download
 from halluscope.benchmarks.images import TEXT_ONLY, check_missing_policy, find_image, image_spec
 from halluscope.benchmarks.pope import PROMPTS
 from halluscope.cache import default_cache_dir
+from halluscope.jsonio import loads_json
 from halluscope.judges.answers import parse_yes_no
 from halluscope.judges.hallusionbench import HallusionGrade, HallusionGrader, HallusionItem
 from halluscope.options import check_options
@@ -161,7 +162,7 @@ class HallusionBench(Benchmark):
     @cached_property
     def rows(self) -> list[dict[str, Any]]:
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            raw = loads_json(self.path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
             raise ClosedDataError(f"{self.path} is not valid JSON: {error}") from error
         if not isinstance(raw, list):
@@ -250,7 +251,7 @@ class HallusionBench(Benchmark):
     def _read_official(self, path: Path, benchmark_ids: set[str] | None, key: str) -> ResponsesFile:
         result = ResponsesFile()
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = loads_json(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
             raise ClosedDataError(f"{path} is not valid JSON: {error}") from error
         for index, row in enumerate(raw):

@@ -40,6 +40,7 @@ from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.images import check_missing_policy, image_spec
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
+from halluscope.jsonio import loads_json
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.judges.hqh_rules import empty_answer, parse_numbers
 from halluscope.options import check_options, split_csv
@@ -131,7 +132,7 @@ def resolve_data(data: Path | None, image_data: Path | None = None) -> tuple[Pat
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return loads_json(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise HQHDataError(f"{path} is not valid JSON: {error}") from error
     except UnicodeDecodeError as error:

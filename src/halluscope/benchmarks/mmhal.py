@@ -39,6 +39,7 @@ from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.images import check_missing_policy, find_image, image_spec
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
+from halluscope.jsonio import loads_json
 from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
 from halluscope.metrics.mmhal import TYPES
 from halluscope.options import check_options, split_csv
@@ -102,7 +103,7 @@ def resolve_template(data: Path | None) -> Path:
 
 def _read_list(path: Path) -> list[Any]:
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = loads_json(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise MMHalDataError(f"{path} is not valid JSON: {error}") from error
     except UnicodeDecodeError as error:

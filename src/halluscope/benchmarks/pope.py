@@ -52,6 +52,7 @@ from halluscope.benchmarks.closed import (
 )
 from halluscope.benchmarks.images import check_missing_policy, find_image, image_spec
 from halluscope.cache import default_cache_dir
+from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.options import check_options
 from halluscope.responses import ResponsesFile
 from halluscope.types import Response, Sample, SampleRecord
@@ -436,7 +437,7 @@ def _is_official_answers(path: Path) -> bool:
     try:
         with path.open(encoding="utf-8") as handle:
             first = handle.readline()
-        row = json.loads(first)
+        row = loads_json(first, max_depth=MAX_LINE_DEPTH)
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return False
     return isinstance(row, dict) and "id" not in row and "question" in row and ("answer" in row or "text" in row)

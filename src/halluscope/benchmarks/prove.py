@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.images import check_missing_policy, image_spec
 from halluscope.claims.dsg import TUPLE_EXTRACTORS, TupleExtractor
+from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.judges.prove import ProveItem, ProveResult, ProveScorer
 from halluscope.judges.visual_entailment import VisualEntailment, make_visual_entailment
 from halluscope.metrics.prove import prove_metrics, question_type
@@ -109,7 +110,7 @@ def _tuple_list(value: Any, field: str) -> list[str]:
         return []
     if isinstance(value, str):
         try:
-            value = json.loads(value) if value.strip() else []
+            value = loads_json(value) if value.strip() else []
         except json.JSONDecodeError:
             raise ValueError(f"'{field}' is a string that is not a JSON list of tuples") from None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -185,13 +186,13 @@ def read_items(path: Path) -> list[Any]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            listed = json.loads(text)
+            listed = loads_json(text)
         except json.JSONDecodeError as error:
             raise ProveDataError(f"{path} is not valid JSON: {error.msg} at line {error.lineno}") from error
         return list(listed)
     if stripped.startswith("{") and path.suffix == ".json":
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except json.JSONDecodeError:
             data = None
         if isinstance(data, dict):
@@ -204,7 +205,7 @@ def read_items(path: Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            items.append(json.loads(line))
+            items.append(loads_json(line, max_depth=MAX_LINE_DEPTH))
         except json.JSONDecodeError as error:
             items.append(f"line {number} is not valid JSON ({error.msg})")
     if not items:

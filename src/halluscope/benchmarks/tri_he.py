@@ -22,6 +22,7 @@ from halluscope.benchmarks.images import check_missing_policy, image_spec
 from halluscope.benchmarks.triplets import score_open_answers
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
+from halluscope.jsonio import loads_json
 from halluscope.metrics.triplets import triplet_metrics
 from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
@@ -65,7 +66,7 @@ def resolve_data_path(data: Path | None) -> Path:
 def load_tri_he(path: Path) -> dict[str, dict[str, Any]]:
     """Read and check the official file; errors name the image and the missing field."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = loads_json(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise TriHEDataError(f"{path} is not valid JSON: {error}") from error
     if not isinstance(raw, dict):

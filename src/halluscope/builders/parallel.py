@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from halluscope.builders.paraphrase import template_paraphrase, verify_paraphrase
-from halluscope.jsonio import write_json_atomic
+from halluscope.jsonio import loads_json, write_json_atomic
 from halluscope.scene.names import NEGATORS, PREPOSITIONS
 
 #: async (prompt, item id) → (paraphrase, reason the LLM's paraphrase was rejected or None)
@@ -265,7 +265,7 @@ async def _paraphrase_tri_he(data: Path, out: Path, build: ParallelBuild, rewrit
     from halluscope.benchmarks.tri_he import resolve_data_path
 
     path = resolve_data_path(data)
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = loads_json(path.read_text(encoding="utf-8"))
     for image_id, entry in raw.items():
         for index, item in enumerate(entry.get("instance", [])):
             item_id = f"{image_id}-{index}"
@@ -290,7 +290,7 @@ def _hqh_file(data: Path) -> Path:
 
 async def _paraphrase_hqh(data: Path, out: Path, build: ParallelBuild, rewrite: Paraphrase) -> None:
     path = _hqh_file(data)
-    items = json.loads(path.read_text(encoding="utf-8"))
+    items = loads_json(path.read_text(encoding="utf-8"))
     for item in items:
         text, why = await rewrite(str(item["instruction"]), str(item["id"]))
         if why:
@@ -402,8 +402,8 @@ def verify_parallel(benchmark: str, data: Path, out: Path, *, share: float = 0.6
         from halluscope.benchmarks.tri_he import resolve_data_path
 
         path = resolve_data_path(data)
-        old_raw = json.loads(path.read_text(encoding="utf-8"))
-        new_raw = json.loads((out / path.name).read_text(encoding="utf-8"))
+        old_raw = loads_json(path.read_text(encoding="utf-8"))
+        new_raw = loads_json((out / path.name).read_text(encoding="utf-8"))
         if set(old_raw) != set(new_raw):
             problems.append("the images differ from the source's")
         for image_id, entry in new_raw.items():
@@ -418,8 +418,8 @@ def verify_parallel(benchmark: str, data: Path, out: Path, *, share: float = 0.6
                 problems += verify_paraphrase(sid, str(item["question"]), str(old_items[index]["question"]),
                                                share=share)
         return problems
-    old_items = {str(i["id"]): i for i in json.loads(_hqh_file(Path(data)).read_text(encoding="utf-8"))}
-    for item in json.loads((out / "HQH.json").read_text(encoding="utf-8")):
+    old_items = {str(i["id"]): i for i in loads_json(_hqh_file(Path(data)).read_text(encoding="utf-8"))}
+    for item in loads_json((out / "HQH.json").read_text(encoding="utf-8")):
         sid = str(item.get("id"))
         source = old_items.get(sid)
         if source is None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from halluscope.builders.negation import negate_questions, negation_problem
-from halluscope.jsonio import write_json_atomic
+from halluscope.jsonio import loads_json, write_json_atomic
 
 if TYPE_CHECKING:
     from halluscope.builders.parallel import ParallelBuild
@@ -82,8 +82,8 @@ async def build_amber(data: Path, out: Path, build: ParallelBuild, rewrite: Para
     from halluscope.benchmarks.amber import _resolve
 
     folder = _resolve(data)
-    notes = json.loads((folder / "annotations.json").read_text(encoding="utf-8"))
-    queries = {q["id"]: q for q in json.loads((folder / "query" / "query_all.json").read_text(encoding="utf-8"))}
+    notes = loads_json((folder / "annotations.json").read_text(encoding="utf-8"))
+    queries = {q["id"]: q for q in loads_json((folder / "query" / "query_all.json").read_text(encoding="utf-8"))}
     generative = [n for n in notes if n["type"] == "generative"]
     closed = [n for n in notes if n["type"] != "generative"]
     kept_notes, kept_queries = [], []
@@ -113,7 +113,7 @@ async def build_hallusionbench(data: Path, out: Path, build: ParallelBuild) -> N
     from halluscope.benchmarks.hallusionbench import _resolve, hallusion_id
 
     path = _resolve(data)
-    rows = json.loads(path.read_text(encoding="utf-8"))
+    rows = loads_json(path.read_text(encoding="utf-8"))
     ids = [hallusion_id(r) for r in rows]
     kept = _negate_rows(rows, "question", lambda r: {"1": "yes", "0": "no"}.get(str(r.get("gt_answer")), "?"),
                         ids, build)

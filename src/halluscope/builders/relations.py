@@ -28,6 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from halluscope.cache import Cache, content_key
+from halluscope.jsonio import loads_json
 from halluscope.scene.graph import SceneGraph, normalise_name
 from halluscope.scene.kinds import ANIMALS, PEOPLE
 from halluscope.scene.kinds import is_animate as _is_animate
@@ -516,7 +517,7 @@ def _parse_type_reply(text: str) -> str | None:
     match = re.search(r"\{.*?\}", text, re.DOTALL)
     if match:
         try:
-            value = json.loads(match.group(0))
+            value = loads_json(match.group(0))
         except json.JSONDecodeError:
             value = None
         if isinstance(value, dict) and isinstance(value.get("type"), str):

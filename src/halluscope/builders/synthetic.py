@@ -47,6 +47,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from halluscope.builders.render import COLOURS, Shape, object_mask, render_image
+from halluscope.jsonio import loads_json
 from halluscope.scene.graph import SceneGraph
 
 FORMAT = "halluscope-synthetic"
@@ -848,7 +849,7 @@ def load_scenes(folder: Path) -> dict[str, SyntheticScene]:
             f"{folder} has no scenes.json; build one with `halluscope build synthetic --out {folder}`"
         )
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = loads_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise SyntheticDataError(f"{path} is not valid JSON: {error}") from error
     if raw.get("format") != FORMAT or raw.get("version") != FORMAT_VERSION:
@@ -870,7 +871,7 @@ def load_questions(folder: Path) -> list[SyntheticQuestion]:
     if not path.exists():
         raise SyntheticDataError(f"{folder} has no questions.json; is it a synthetic build?")
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        rows = loads_json(path.read_text(encoding="utf-8"))
         return [SyntheticQuestion.model_validate(row) for row in rows]
     except ValueError as error:
         raise SyntheticDataError(f"{path}: {error}") from error

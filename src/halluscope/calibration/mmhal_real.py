@@ -15,7 +15,6 @@ per-model averages (rank correlation over models).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -24,6 +23,8 @@ from statistics import fmean
 from typing import Any, Literal
 
 from pydantic import BaseModel
+
+from halluscope.jsonio import loads_json
 
 __all__ = ["MMHalLabel", "agreement", "default_labels_path", "load_labels", "model_agreement"]
 
@@ -52,7 +53,7 @@ def default_labels_path() -> Path:
 
 def load_labels(path: Path | None = None, split: str | None = None) -> list[MMHalLabel]:
     """The labelled answers (one split, or all); the rating must agree with the hallucinated flag."""
-    raw = json.loads((path or default_labels_path()).read_text(encoding="utf-8"))
+    raw = loads_json((path or default_labels_path()).read_text(encoding="utf-8"))
     labels = [MMHalLabel.model_validate(entry) for entry in raw["answers"]]
     for label in labels:
         if not 0 <= label.rating <= 6 or (label.rating < HALLUCINATION_BELOW) != label.hallucinated:

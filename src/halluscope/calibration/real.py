@@ -38,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from halluscope.cache import Cache
+from halluscope.jsonio import loads_json
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Extractor, Judge
 from halluscope.types import Claim, JudgedClaim, Response, Sample, SampleRecord, Support, VerdictLabel
@@ -111,7 +112,7 @@ def load_real_set(path: Path | None = None) -> list[RealAnswer]:
     """The labelled answers (the packaged set by default); errors name the entry and the problem."""
     path = Path(path) if path is not None else default_real_path()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = loads_json(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
         raise ValueError(f"cannot read the real-answer set {path}: {error}") from error
     if not isinstance(raw, list):

@@ -56,11 +56,21 @@ def join_urls(urls: list[str] | None) -> str | None:
 
 
 def open_cache(cache_path: Path | None, no_cache: bool) -> Any:
+    """The command's cache; one that cannot be used is said in one line on stderr and the command goes on."""
     from halluscope.cache import Cache
 
     if no_cache:
         return Cache(None)
-    return Cache(cache_path) if cache_path else Cache.default()
+    if cache_path:
+        return Cache(cache_path, on_problem=warn_line)
+    return Cache.default(on_problem=warn_line)
+
+
+def warn_line(message: str) -> None:
+    """One yellow ``warning:`` line on stderr (markup in ``message`` is printed as is)."""
+    from rich.markup import escape
+
+    console(stderr=True).print(f"[yellow]warning:[/yellow] {escape(message)}")
 
 
 def interactive() -> bool:

@@ -24,7 +24,7 @@ from halluscope.importers.common import ExternalRow, Matcher, question_agrees
 from halluscope.importers.llava import is_llava_answers, read_llava
 from halluscope.importers.lmms_eval import is_lmms_eval_row, lmms_answer, read_lmms_eval
 from halluscope.importers.vlmevalkit import TABLE_SUFFIXES, read_table, read_vlmevalkit
-from halluscope.jsonio import iter_jsonl
+from halluscope.jsonio import MAX_LINE_DEPTH, iter_jsonl, loads_json
 from halluscope.responses import ResponsesError, ResponsesFile
 
 __all__ = [
@@ -48,7 +48,7 @@ def detect_external(path: Path) -> str | None:
     try:
         with path.open(encoding="utf-8") as handle:
             first = handle.readline()
-        row = json.loads(first)
+        row = loads_json(first, max_depth=MAX_LINE_DEPTH)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     if is_lmms_eval_row(row):

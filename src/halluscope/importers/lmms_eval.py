@@ -28,12 +28,11 @@ matched item's question; a line that does not is a named problem, never a silent
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 from typing import Any
 
 from halluscope.importers.common import ExternalRow, Matcher, question_agrees
-from halluscope.jsonio import iter_jsonl
+from halluscope.jsonio import iter_jsonl, loads_json
 from halluscope.responses import ResponsesFile
 
 __all__ = ["is_lmms_eval_row", "lmms_answer", "read_lmms_eval"]
@@ -74,7 +73,7 @@ _HALLUSION_ID_FIELDS = ("category", "subcategory", "set_id", "figure_id", "quest
 
 def _hallusion_order(benchmark: Any) -> list[tuple[str, list[str]]]:
     """HallusionBench's sample ids (the five official id fields joined by "-") of the figure questions."""
-    raw = json.loads(Path(benchmark.path).read_text(encoding="utf-8"))
+    raw = loads_json(Path(benchmark.path).read_text(encoding="utf-8"))
     ids = [
         "-".join(str(r[k]) for k in _HALLUSION_ID_FIELDS)
         for r in raw

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from halluscope.importers.common import ExternalRow, Matcher
+from halluscope.importers.xlsx import iter_xlsx_rows
 from halluscope.responses import ResponsesError, ResponsesFile
 from halluscope.types import Sample
 
@@ -43,21 +44,7 @@ def read_table(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a VLMEvalKit table with their 1-based row number in the file (the header is row 1)."""
     suffix = path.suffix.lower()
     if suffix == ".xlsx":
-        try:
-            import openpyxl
-        except ImportError as error:  # pragma: no cover - openpyxl is in the "import" extra
-            raise ResponsesError("reading .xlsx needs openpyxl: pip install 'halluscope[import]'") from error
-        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
-        try:
-            sheet = book.worksheets[0]
-            rows = sheet.iter_rows(values_only=True)
-            header = [str(h) if h is not None else "" for h in next(rows, ())]
-            for number, values in enumerate(rows, start=2):
-                if values is None or all(v is None for v in values):
-                    continue
-                yield number, {h: v for h, v in zip(header, values, strict=False) if h}
-        finally:
-            book.close()
+        yield from iter_xlsx_rows(path)  # checked first: it must be a zip that does not unpack too large
         return
     delimiter = "\t" if suffix == ".tsv" else ","
     with path.open(encoding="utf-8", newline="") as handle:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.cache import Cache, content_key
+from halluscope.jsonio import loads_json
 from halluscope.options import check_options
 from halluscope.stages import Failure, Judge, JudgeItem
 from halluscope.types import Verdict as ClaimVerdict
@@ -343,7 +344,7 @@ def parse_entailment_reply(text: str) -> bool | None:
     """``{"entails": true|false}`` (or a reply that starts with yes/no/true/false) → bool; else None."""
     for candidate in _JSON_OBJECT.findall(text):
         try:
-            value = json.loads(candidate)
+            value = loads_json(candidate)
         except json.JSONDecodeError:
             continue
         if isinstance(value, dict) and isinstance(value.get("entails"), bool):

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from halluscope.cache import Cache, default_cache_dir
 from halluscope.embeddings import Embedder, load_embedder, resolve_model
-from halluscope.jsonio import write_json_atomic
+from halluscope.jsonio import loads_json, write_json_atomic
 from halluscope.options import check_options
 from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
@@ -91,7 +91,7 @@ def load_profile(name: str) -> JudgeProfile:
         hint = f"known profiles: {', '.join(known)}" if known else "no profiles saved yet"
         raise ValueError(f"judge profile {name!r} not found at {path} ({hint})")
     try:
-        return JudgeProfile.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return JudgeProfile.model_validate(loads_json(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, ValidationError) as exc:
         raise ValueError(f"judge profile {name!r} at {path} is not a valid profile: {exc}") from exc
 

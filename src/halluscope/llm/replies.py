@@ -7,8 +7,9 @@ so the caller records a failure for that answer rather than guessing.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from halluscope.jsonio import loads_json
 
 __all__ = ["json_object"]
 
@@ -23,9 +24,9 @@ def json_object(reply: str) -> Any:
         text = text.strip("`")
         text = text[4:] if text.lower().startswith("json") else text
     try:
-        return json.loads(text)
+        return loads_json(text)
     except ValueError:
         start, end = text.find("{"), text.rfind("}")
         if 0 <= start < end:
-            return json.loads(text[start : end + 1])  # raises ValueError when that is not JSON either
+            return loads_json(text[start : end + 1])  # raises ValueError when that is not JSON either
         raise

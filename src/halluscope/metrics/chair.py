@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from halluscope.jsonio import loads_json
+
 __all__ = [
     "COCO_SYNONYMS", "ChairResult", "ChairTally", "CocoObjects", "chair_ratio", "chair_scores", "find_mentions",
 ]
@@ -162,7 +164,7 @@ class CocoObjects:
         cls, path: Path, extra_synonyms: Mapping[str, Iterable[str]] | None = None
     ) -> CocoObjects:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = loads_json(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as error:
             raise ValueError(f"cannot read COCO annotations {path}: {error}") from error
         for key in ("categories", "annotations"):

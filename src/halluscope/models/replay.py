@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from halluscope.cache import Cache
-from halluscope.jsonio import iter_jsonl
+from halluscope.jsonio import iter_jsonl, loads_json
 from halluscope.models.base import GenerateRequest, GenerateResult, Model
 from halluscope.responses import (
     ResponsesError,
@@ -78,7 +78,7 @@ class ReplayFile:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ReplayError(f"{path}: not valid JSON ({error.msg}, line {error.lineno})") from error
 
@@ -106,7 +106,7 @@ def detect_format(path: Path) -> str:
         whole = _read_json(path)
     elif path.suffix == ".json":
         try:
-            whole = json.loads(path.read_text(encoding="utf-8"))
+            whole = loads_json(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError:
             whole = None  # JSONL with a .json suffix
     if whole is None and isinstance(first, dict):

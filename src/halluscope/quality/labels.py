@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
+
 
 class LabelsError(ValueError):
     """The labels file cannot be read at all."""
@@ -57,7 +59,7 @@ def read_labels(path: Path, sample_ids: Mapping[str, set[str]]) -> HumanScores:
                 continue
             where = f"{path.name} line {number}"
             try:
-                row = json.loads(line)
+                row = loads_json(line, max_depth=MAX_LINE_DEPTH)
             except json.JSONDecodeError as error:
                 out.problems.append(f"{where}: not valid JSON ({error.msg})")
                 continue

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from halluscope.jsonio import loads_json
 from halluscope.redact import mask_data
 
 #: Okabe–Ito colours: distinguishable with the common colour-vision deficiencies.
@@ -96,7 +97,7 @@ def as_float(value: Any) -> float | None:
 
 def _read_json_file(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}: not valid JSON ({exc})") from exc
 

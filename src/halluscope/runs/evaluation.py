@@ -127,7 +127,7 @@ def execute(
     config = _move_old_judge_spelling(config, hooks)
     bench = create_benchmark(config.benchmark, config.data, config.benchmark_options())
     _check_stages(config, bench)
-    store = _open_cache(config)
+    store = _open_cache(config, hooks)
     known_ids = known_sample_ids(config.benchmark, config.data, config.benchmark_options(), bench)
     try:
         answers = _gather_answers(config, bench, store, known_ids, hooks, inline_responses)
@@ -234,12 +234,15 @@ def _move_old_judge_spelling(config: RunConfig, hooks: RunHooks) -> RunConfig:
     return config.model_copy(update={"bench_options": moved.bench_options, "judge": judge})
 
 
-def _open_cache(config: RunConfig) -> Cache:
+def _open_cache(config: RunConfig, hooks: RunHooks) -> Cache:
+    """The run's cache; one that cannot be used is reported as a notice and the run goes on (see cache.py)."""
     from halluscope.cache import Cache
 
     if not config.use_cache:
         return Cache(None)
-    return Cache(config.cache) if config.cache else Cache.default()
+    if config.cache:
+        return Cache(config.cache, on_problem=hooks.notice)
+    return Cache.default(on_problem=hooks.notice)
 
 
 def _check_out(config: RunConfig, fields: Mapping[str, Any]) -> None:

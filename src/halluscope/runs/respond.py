@@ -35,7 +35,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from halluscope.jsonio import iter_jsonl, write_json_atomic
+from halluscope.jsonio import iter_jsonl, loads_json, write_json_atomic
 from halluscope.llm.errors import endpoint_unusable
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
 from halluscope.redact import mask_data
@@ -222,7 +222,7 @@ def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
     meta_path = out_dir / RESPOND_META_FILE
     if meta_path.exists():
         try:
-            previous = json.loads(meta_path.read_text(encoding="utf-8"))
+            previous = loads_json(meta_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as error:
             raise RespondError(
                 f"{meta_path} is unreadable ({error}); move it away to start afresh"

@@ -19,7 +19,9 @@ compiles a single line of the program:
    for root, which is why 3 matters), no core dumps;
 3. loads a seccomp filter that allows an explicit list of system calls (memory, signals, clocks, futexes,
    reading, writing only to the result pipe, exiting) and answers every other call with EPERM: no open,
-   no socket, no fork/clone/exec, no unlink/rename/mkdir, no ptrace, no kill;
+   no socket, no fork/clone/exec, no unlink/rename/mkdir, no ptrace, no kill, and no call that looks a
+   path up (stat, lstat, newfstatat, statx, access, faccessat, readlink, ...), so a program cannot even
+   learn whether a file exists or how large it is;
 4. compiles the program with RestrictedPython (no names or attributes starting with ``_``, guarded
    attribute access, no ``str.format``), with a small builtins table and a guarded ``import`` that hands
    out read-only copies of a few pure modules (math, re, collections, itertools, statistics, string).
@@ -256,8 +258,13 @@ def _restricted_globals() -> dict[str, Any]:
 # -- the forked process -----------------------------------------------------------------------------------
 
 #: System calls a forked program may make; every other one fails with EPERM.
+#:
+#: ``newfstatat`` is left out although glibc implements ``fstat()`` with it (``newfstatat(fd, "",
+#: AT_EMPTY_PATH)``): seccomp sees only the pointer to the path, not the path, and with a non-empty path
+#: the same call stats any file by name whatever its flags. Nothing the process does after the filter is
+#: loaded needs to stat a descriptor; a program that tries gets EPERM.
 _ALLOWED_SYSCALLS = (
-    "read", "close", "fstat", "newfstatat", "lseek",
+    "read", "close", "fstat", "lseek",
     "brk", "mmap", "munmap", "mremap", "mprotect", "madvise",
     "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
     "futex", "sched_yield", "getpid", "gettid", "getuid", "geteuid", "getgid", "getegid",
@@ -278,8 +285,29 @@ def _install_seccomp(result_fd: int) -> None:
     rules.load()
 
 
-def _plain(value: Any) -> Any:
+#: How deeply an answer may nest lists and dicts: far more than any check needs, and well inside what
+#: JSON readers and pydantic (which stops at a few hundred levels) handle when the answer is stored.
+MAX_VALUE_DEPTH = 32
+
+
+def _nesting(value: Any) -> int:
+    """How many levels of lists and dicts ``value`` holds (walked without recursion)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in item if isinstance(child, (list, dict)))
+    return deepest
+
+
+def _plain(value: Any, depth: int = 1) -> Any:
     """The value as JSON data, or raise TypeError naming what the program returned."""
+    if isinstance(value, (list, tuple, set, frozenset, dict)) and depth > MAX_VALUE_DEPTH:
+        raise TypeError(f"returned a structure nested more than {MAX_VALUE_DEPTH} levels deep")
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -288,9 +316,9 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(value)
-        return [_plain(v) for v in items]
+        return [_plain(v, depth + 1) for v in items]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
     raise TypeError(f"returned a {type(value).__name__}, not a string, number, yes/no, or a list of them")
 
 
@@ -459,7 +487,11 @@ def _collect(pid: int, read_fd: int, limits: dict[str, Any]) -> dict[str, Any]:
         result = json.loads(raw.decode())
         if not isinstance(result, dict) or "status" not in result:
             raise ValueError("no status")
+        if _nesting(result) > MAX_VALUE_DEPTH + 1:
+            raise RecursionError  # only bytes the program wrote itself nest deeper than _plain allows
         return result
+    except RecursionError:
+        return {"status": "sandbox_error", "error": "invalid result from the sandbox (nested too deeply)"}
     except (ValueError, UnicodeDecodeError):
         code = os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else -1
         if not raw and code == 70:

@@ -187,7 +187,7 @@ class Sandbox:
             buffer += chunk
         try:
             data = json.loads(buffer)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return data if isinstance(data, dict) else None
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from halluscope.jsonio import loads_json
 from halluscope.scene.graph import SceneGraph
 from halluscope.types import Claim
 
@@ -74,7 +75,7 @@ def _add_attribute(graph: SceneGraph, entity: str, attribute: str) -> None:
 def _read_json(path: Path) -> Any:
     try:
         with Path(path).open(encoding="utf-8") as handle:
-            return json.load(handle)
+            return loads_json(handle.read())
     except FileNotFoundError as error:
         raise SceneGraphFormatError(f"scene-graph file not found: {path}") from error
     except json.JSONDecodeError as error:
