@@ -29,7 +29,7 @@ def unreadable_reply(stage: str, why: str, *, finish_reason: str | None = None, 
     which = f"{count} could not be read" if count else "reply could not be read"
     cut = "; it stopped at the token limit, so raise max_tokens" if finish_reason == "length" else ""
     return (
-        f"{stage}: {which} ({why}){cut}. Not cached: re-run to ask again, or use a judge model that answers "
+        f"{stage}: {which}: {why}{cut}. Not cached: re-run to ask again, or use a judge model that answers "
         "in the asked form"
     )
 

@@ -165,7 +165,7 @@ class OpenAIModel(Model):
         why = "its reply has no text (message content null or empty)"
         if result.finish_reason == "length":
             why += "; it stopped at the token limit before writing any, so raise --max-tokens"
-        elif result.finish_reason:
+        elif result.finish_reason and result.finish_reason != "stop":
             why += f"; finish_reason {result.finish_reason!r}"
         return f"model {self.name!r} on {self.client.endpoints_label}: {why}. Not cached; re-run to ask again"
 
