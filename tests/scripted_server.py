@@ -20,12 +20,17 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """One scripted answer: a status, a body (dict/list → JSON, str/bytes → sent as is), headers, a delay."""
+    """One scripted answer: a status, a body (dict/list → JSON, str/bytes → sent as is), headers, a delay.
+
+    ``trickle_s``: send the headers at once, then the body one byte every ``trickle_s`` seconds (a server
+    that is alive but all but stuck), until the whole body is sent or the client hangs up.
+    """
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    trickle_s: float = 0.0
 
 
 @dataclass
@@ -36,14 +41,14 @@ class Recorded:
 
 
 def completion(
-    text: str,
+    text: str | None,
     *,
     finish_reason: str = "stop",
     logprobs: list[dict[str, Any]] | None = None,
     usage: dict[str, int] | None = None,
     delay_s: float = 0.0,
 ) -> Reply:
-    """A well-formed chat completion whose message content is ``text``."""
+    """A well-formed chat completion whose message content is ``text`` (None: ``"content": null``)."""
     choice: dict[str, Any] = {
         "index": 0,
         "message": {"role": "assistant", "content": text},
@@ -78,6 +83,8 @@ class ScriptedServer:
     ) -> None:
         self._queue: deque[Reply] = deque(replies)
         self.responder = responder
+        #: The answer to ``GET /v1/models`` (None: a list of the one model ``scripted``).
+        self.models_reply: Reply | None = None
         self.requests: list[Recorded] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -152,14 +159,21 @@ class ScriptedServer:
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if reply.trickle_s > 0:
+                        self.wfile.flush()
+                        for index in range(len(payload)):
+                            time.sleep(reply.trickle_s)
+                            self.wfile.write(payload[index : index + 1])
+                            self.wfile.flush()
+                    else:
+                        self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout tests)
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     models = {"object": "list", "data": [{"id": "scripted", "object": "model"}]}
-                    self._send(Reply(200, models))
+                    self._send(owner.models_reply or Reply(200, models))
                 else:
                     self._send(error(404, f"no route {self.path}"))
 

@@ -7,8 +7,9 @@ re-run, a resumed run, or a second model giving the same answer costs nothing; r
 
 A stage :class:`~halluscope.stages.Failure` (the extractor or the judge could not answer for a sample, e.g.
 its endpoint is down) marks the record failed, with ``failed_stage`` saying which stage, so that the run
-counts it, a resumed run retries it, and the runner can fail a run whose stage failed too often. A claim the
-judge answered but could not be parsed is different: it stays ``unjudged`` in a finished record.
+counts it, a resumed run retries it, and the runner can fail a run whose stage failed too often. LLM judges
+report a reply they cannot read the same way. A claim the judge could not decide (an image with no facts to
+judge against) is different: it stays ``unjudged`` in a finished record.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from halluscope.cache import Cache, content_key
 from halluscope.jsonio import loads_json
+from halluscope.llm.replies import unreadable_reply
 from halluscope.options import check_options
 from halluscope.stages import Failure, Judge, JudgeItem
 from halluscope.types import Verdict as ClaimVerdict
@@ -361,8 +362,8 @@ class LLMEntailment(Entailment):
     """Entailment asked of an LLM over an OpenAI-compatible endpoint (``halluscope.llm.client.ChatClient``).
 
     ``client`` may be any object with the ChatClient ``chat`` coroutine (tests pass a scripted one). Chat
-    results are cached by the client when it has a cache; an unparseable reply or an API error is a
-    :class:`~halluscope.stages.Failure` for that pair, never a guess.
+    results are cached by the client when it has a cache (replies that could be read only); an unparseable
+    reply or an API error is a :class:`~halluscope.stages.Failure` for that pair, never a guess.
     """
 
     name: ClassVar[str] = "llm"
@@ -421,16 +422,20 @@ class LLMEntailment(Entailment):
         from halluscope.llm.client import FATAL_ERRORS
 
         try:
+            # A reply that cannot be read is not cached: the next run asks again.
             result = await self.client.chat(
-                messages, temperature=0.0, max_tokens=self.max_tokens, json_mode=True
-            )
+                messages, temperature=0.0, max_tokens=self.max_tokens, json_mode=True,
+                keep=lambda reply: parse_entailment_reply(reply.text) is not None,
+            )  # fmt: skip
         except FATAL_ERRORS:
             raise  # a wrong key, an unknown model, a prompt too long: every pair would fail alike
         except Exception as error:  # LLMError and transport errors: this pair stays undecided
             return Failure(f"LLM entailment call failed: {type(error).__name__}: {error}")
         value = parse_entailment_reply(result.text)
         if value is None:
-            return Failure(f"unparseable LLM entailment reply: {result.text[:120]!r}")
+            why = f"unparseable reply, neither entailed nor not: {result.text.strip()[:120]!r}"
+            finish = getattr(result, "finish_reason", None)
+            return Failure(unreadable_reply("the LLM entailment judge", why, finish_reason=finish))
         return value
 
     async def entails_many(self, pairs: Sequence[tuple[str, str]], *, paper: bool = False) -> list[Verdict]:

@@ -23,8 +23,9 @@ Two modes of ``hqh-llm``:
   ``batch_size`` per call, with a JSON reply. Agreement with ``per-answer`` and the token cost of both are
   measured by ``bench/hqh_judges.py`` (docs/hqh.md).
 
-Replies are parsed strictly: anything else leaves the answer unjudged with the reason (counted, never a
-guess). A call that fails after the client's bounded retries is a per-item failure (redone on resume); an
+Replies are parsed strictly, never guessed: a reply (or a batched reply's entry) that cannot be read is a
+per-item failure naming it, like a call that fails after the client's bounded retries, so it counts against
+the run's failure share and is redone on resume; such a reply is not cached, so the next run asks again. An
 authentication failure stops the run, since every call would fail alike.
 """
 
@@ -39,8 +40,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from halluscope.cache import Cache
-from halluscope.llm.client import LLMAuthError, LLMError
-from halluscope.llm.replies import json_object
+from halluscope.llm.client import ChatResult, LLMAuthError, LLMError
+from halluscope.llm.replies import json_object, unreadable_reply
 from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import AnswerJudge, Failure
@@ -417,27 +418,42 @@ class HQHLLMJudge(HQHJudge):
     async def _one(self, item: HQHItem) -> HQHJudgement | Failure:
         try:
             result = await self.client.chat(
-                self.per_answer_messages(item), temperature=0.0, max_tokens=self.max_tokens or PER_ANSWER_MAX_TOKENS
-            )
+                self.per_answer_messages(item), temperature=0.0, max_tokens=self.max_tokens or PER_ANSWER_MAX_TOKENS,
+                keep=lambda reply: parse_per_answer_reply(reply.text).hallucinated is not None,
+            )  # fmt: skip
         except LLMAuthError:
             raise
         except LLMError as error:
             return Failure(f"judge call failed: {error}")
         self.stats.add(result.usage)
-        return parse_per_answer_reply(result.text)
+        judgement = parse_per_answer_reply(result.text)
+        if judgement.hallucinated is None:
+            why = str(judgement.unjudged_reason)
+            return Failure(unreadable_reply("judge 'hqh-llm'", why, finish_reason=result.finish_reason))
+        return judgement
 
     async def _group(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
         budget = self.max_tokens or BATCHED_BASE_TOKENS + BATCHED_TOKENS_PER_ANSWER * len(items)
+
+        def complete(reply: ChatResult) -> bool:
+            return all(j.hallucinated is not None for j in parse_batched_reply(reply.text, len(items)))
+
         try:
             result = await self.client.chat(
-                self.batched_messages(items), temperature=0.0, max_tokens=budget, json_mode=self.json_mode
-            )
+                self.batched_messages(items), temperature=0.0, max_tokens=budget, json_mode=self.json_mode,
+                keep=complete,
+            )  # fmt: skip
         except LLMAuthError:
             raise
         except LLMError as error:
             return [Failure(f"judge call failed: {error}") for _ in items]
         self.stats.add(result.usage)
-        return list(parse_batched_reply(result.text, len(items)))
+        return [
+            j if j.hallucinated is not None else Failure(
+                unreadable_reply("judge 'hqh-llm'", str(j.unjudged_reason), finish_reason=result.finish_reason)
+            )
+            for j in parse_batched_reply(result.text, len(items))
+        ]  # fmt: skip
 
     async def judge_answers(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
         if self.mode == "per-answer":

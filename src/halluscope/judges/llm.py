@@ -17,10 +17,11 @@ Two modes:
   ``{"verdicts": [{"index", "supported", "unsupported_part", "reason"}]}`` — several times fewer calls and
   tokens, at the price of a small departure from the paper's protocol.
 
-Replies are parsed strictly. Anything that is not one of the fixed phrases or well-formed JSON gives
-``unjudged`` with the reason — never a guessed verdict. A call that fails after its retries (endpoint down,
-timeouts) fails the whole answer: a :class:`~halluscope.stages.Failure`, so the record is marked failed and
-retried on the next run (calls that did succeed are cached). An authentication failure or a bad request
+Replies are parsed strictly, and never turned into a guessed verdict. A reply that is not one of the fixed
+phrases or well-formed JSON with every claim's verdict, like a call that fails after its retries (endpoint
+down, timeouts), fails the whole answer: a :class:`~halluscope.stages.Failure` naming the reply, so the
+record is marked failed, counts against the run's failure share, and is retried on the next run (replies
+that were read are cached; the others are not, so they are asked again). An authentication failure or a bad request
 (unknown model, prompt too long) stops the run instead, since every other call would fail the same way.
 
 ``evidence`` lists the reference triplets that mention a content word of the claim's subject or object: the
@@ -37,8 +38,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from halluscope.cache import Cache
-from halluscope.llm.client import FATAL_ERRORS, LLMError
-from halluscope.llm.replies import json_object
+from halluscope.llm.client import FATAL_ERRORS, ChatResult, LLMError
+from halluscope.llm.replies import json_object, unreadable_reply
 from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
@@ -306,34 +307,54 @@ class LLMJudge(Judge):
 
     # -- judging -----------------------------------------------------------------------------------
 
-    async def _judge_claim(self, scene: SceneGraph, claim: Claim) -> Verdict:
-        """One claim's verdict; raises :class:`LLMError` when the call fails."""
+    async def _judge_claim(self, scene: SceneGraph, claim: Claim) -> tuple[Verdict, str | None]:
+        """One claim's verdict (``unjudged`` when the reply cannot be read) and the reply's finish reason;
+        raises :class:`LLMError` when the call fails. A reply that cannot be read is not cached."""
         result = await self.client.chat(
             self.per_claim_messages(scene, claim),
             temperature=0.0,
             max_tokens=self.max_tokens or PER_CLAIM_MAX_TOKENS,
+            keep=lambda reply: parse_per_claim_reply(reply.text).label != VerdictLabel.UNJUDGED,
         )
-        return parse_per_claim_reply(result.text)
+        return parse_per_claim_reply(result.text), result.finish_reason
 
-    async def _judge_batch(self, scene: SceneGraph, claims: Sequence[Claim]) -> list[Verdict]:
-        """All claims' verdicts in one call; raises :class:`LLMError` when the call fails."""
+    async def _judge_batch(self, scene: SceneGraph, claims: Sequence[Claim]) -> list[Verdict] | Failure:
+        """All claims' verdicts in one call, a Failure when the reply does not give each of them; raises
+        :class:`LLMError` when the call fails. A reply that does not give every verdict is not cached."""
         budget = self.max_tokens or BATCHED_BASE_TOKENS + BATCHED_TOKENS_PER_CLAIM * len(claims)
+
+        def complete(reply: ChatResult) -> bool:
+            return all(v.label != VerdictLabel.UNJUDGED for v in parse_batched_reply(reply.text, len(claims)))
+
         result = await self.client.chat(
             self.batched_messages(scene, claims),
             temperature=0.0,
             max_tokens=budget,
             json_mode=self.json_mode,
+            keep=complete,
         )
-        return parse_batched_reply(result.text, len(claims))
+        verdicts = parse_batched_reply(result.text, len(claims))
+        unread = [v for v in verdicts if v.label == VerdictLabel.UNJUDGED]
+        if unread:
+            count = f"the verdicts of {len(unread)} of {len(claims)} claims in its reply" if len(claims) > 1 else ""
+            return Failure(
+                unreadable_reply(
+                    "judge 'llm'", str(unread[0].explanation), finish_reason=result.finish_reason, count=count
+                )
+            )
+        return verdicts
 
     async def judge_item(self, item: JudgeItem) -> list[Verdict] | Failure:
-        """Verdicts for one answer's claims, in order; a Failure when a judge call failed."""
+        """Verdicts for one answer's claims, in order; a Failure when a judge call failed or a reply could
+        not be read (the record is failed, so it counts against the failure share and is redone)."""
         try:
             verdicts = await self._verdicts(item)
         except FATAL_ERRORS:
             raise
         except LLMError as error:
             return Failure(f"judge call failed: {error}")
+        if isinstance(verdicts, Failure):
+            return verdicts
         references = reference_lines(item.scene)
         return [
             v.model_copy(update={"evidence": [reference_text(item.scene, r) for r in evidence_for(c, references)]})
@@ -342,7 +363,7 @@ class LLMJudge(Judge):
             for c, v in zip(item.claims, verdicts, strict=True)
         ]
 
-    async def _verdicts(self, item: JudgeItem) -> list[Verdict]:
+    async def _verdicts(self, item: JudgeItem) -> list[Verdict] | Failure:
         if not item.claims:
             return []
         references = reference_lines(item.scene)
@@ -361,7 +382,15 @@ class LLMJudge(Judge):
                 raise error
         if errors:
             raise errors[-1]
-        return [r for r in results if not isinstance(r, BaseException)]
+        answered = [r for r in results if not isinstance(r, BaseException)]
+        unread = [(v, finish) for v, finish in answered if v.label == VerdictLabel.UNJUDGED]
+        if unread:
+            first, finish = unread[0]
+            count = f"{len(unread)} of {len(answered)} replies" if len(answered) > 1 else ""
+            return Failure(
+                unreadable_reply("judge 'llm'", str(first.explanation), finish_reason=finish, count=count)
+            )
+        return [v for v, _ in answered]
 
     async def judge_many(self, items: Sequence[JudgeItem]) -> list[list[Verdict] | Failure]:
         results = await asyncio.gather(*(self.judge_item(item) for item in items), return_exceptions=True)

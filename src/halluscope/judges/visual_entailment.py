@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 from halluscope.cache import Cache, content_key
 from halluscope.llm.client import LLMAuthError, LLMError
+from halluscope.llm.replies import unreadable_reply
 from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.options import check_options
 from halluscope.stages import AnswerJudge, Failure
@@ -150,7 +151,11 @@ class VLMEntailment(VisualEntailment):
         assert image_path is not None
         try:
             messages = self.messages(image_path, statement)
-            result = await self.client.chat(messages, temperature=0.0, max_tokens=self.max_tokens)
+            # A reply that cannot be read is not cached: the next run asks again.
+            result = await self.client.chat(
+                messages, temperature=0.0, max_tokens=self.max_tokens,
+                keep=lambda reply: parse_three_way(reply.text) is not None,
+            )  # fmt: skip
         except LLMAuthError:
             raise
         except LLMError as error:
@@ -159,7 +164,8 @@ class VLMEntailment(VisualEntailment):
             return Failure(f"visual entailment: {error}")
         answer = parse_three_way(result.text)
         if answer is None:
-            return Failure(f"visual entailment: {result.text.strip()[:60]!r} is not yes, maybe or no")
+            why = f"{result.text.strip()[:60]!r} is not yes, maybe or no"
+            return Failure(unreadable_reply("visual entailment", why, finish_reason=result.finish_reason))
         return ANSWER_SCORES[answer]
 
     async def entail_many(self, pairs: Sequence[tuple[str | None, str]]) -> list[Score]:

@@ -20,8 +20,10 @@ three ways:
 The image is really sent: read, shrunk to ``max_side`` and inlined as a data URL
 (:func:`halluscope.models.images.image_data_url`), through the project's LLM client (retries, concurrency,
 content cache keyed on the messages, so on the image bytes too). A reply that is not one of the fixed phrases
-leaves the claim or answer **unjudged** with the reason, never a guessed verdict. A sample without a readable
-image is a failure naming the image. The prompts are halluscope's own wording.
+is never turned into a guessed verdict: it fails the sample (a :class:`~halluscope.stages.Failure` naming
+the reply, counted against the run's failure share and redone on the next run) and is not cached, so the
+next run asks again. A sample without a readable image is a failure naming the image. The prompts are
+halluscope's own wording.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from typing import Any
 from halluscope.cache import Cache
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.judges.llm import context_prompt, evidence_for, reference_lines, render_claim
-from halluscope.llm.client import FATAL_ERRORS, LLMError
+from halluscope.llm.client import FATAL_ERRORS, ChatResult, LLMError
+from halluscope.llm.replies import unreadable_reply
 from halluscope.llm.stage import LLMStageOptions, llm_stage_client
 from halluscope.scene.direction import reference_text
 from halluscope.stages import Failure, Judge, JudgeItem
@@ -136,6 +139,9 @@ class AnswerGrade:
     explanation: str
     #: Why the answer stayed ungraded, when ``correct`` is None.
     reason: str | None = None
+    #: True when the reply was not in the fixed words (``correct`` is None then): a failure of the judge,
+    #: unlike "cannot tell", which is a reading of the photo.
+    unreadable: bool = False
 
 
 def parse_answer_reply(reply: str) -> AnswerGrade:
@@ -144,11 +150,20 @@ def parse_answer_reply(reply: str) -> AnswerGrade:
     explanation = reply.strip()[:500]
     if len(grades) != 1:
         why = "no grade line" if not grades else "conflicting grade lines"
-        return AnswerGrade(None, explanation, f"unparseable VLM judge reply ({why}): {reply.strip()[:200]!r}")
+        reason = f"unparseable VLM judge reply ({why}): {reply.strip()[:200]!r}"
+        return AnswerGrade(None, explanation, reason, unreadable=True)
     (grade,) = grades
     if grade in ("cannot tell", "can't tell"):
         return AnswerGrade(None, explanation, "the VLM judge could not tell from the photo")
     return AnswerGrade(grade == "correct", explanation)
+
+
+def _claim_readable(reply: ChatResult) -> bool:
+    return parse_claim_reply(reply.text).label != VerdictLabel.UNJUDGED
+
+
+def _answer_readable(reply: ChatResult) -> bool:
+    return not parse_answer_reply(reply.text).unreadable
 
 
 class VLMJudge(HQHJudge, Judge):
@@ -234,7 +249,8 @@ class VLMJudge(HQHJudge, Judge):
         except ValueError as error:  # a missing or unreadable image, named by the image loader
             return Failure(f"judge 'vlm': {error}")
         replies = await asyncio.gather(
-            *(self.client.chat(m, temperature=0.0, max_tokens=40) for m in messages), return_exceptions=True
+            *(self.client.chat(m, temperature=0.0, max_tokens=40, keep=_claim_readable) for m in messages),
+            return_exceptions=True,
         )
         errors = [r for r in replies if isinstance(r, BaseException)]
         for failed in errors:
@@ -242,23 +258,27 @@ class VLMJudge(HQHJudge, Judge):
                 raise failed
         if errors:
             return Failure(f"judge call failed: {errors[-1]}")
+        answered = [r for r in replies if not isinstance(r, BaseException)]
+        parsed = [parse_claim_reply(reply.text) for reply in answered]
+        unread = [(v, reply) for v, reply in zip(parsed, answered, strict=True) if v.label == VerdictLabel.UNJUDGED]
+        if unread:
+            first, reply = unread[0]
+            count = f"{len(unread)} of {len(answered)} replies" if len(answered) > 1 else ""
+            why = str(first.explanation)
+            return Failure(unreadable_reply("judge 'vlm'", why, finish_reason=reply.finish_reason, count=count))
         references = reference_lines(item.scene)
-        verdicts = []
-        for claim, reply in zip(item.claims, replies, strict=True):
-            assert not isinstance(reply, BaseException)
-            verdict = parse_claim_reply(reply.text)
-            if verdict.label != VerdictLabel.UNJUDGED:
-                evidence = [reference_text(item.scene, r) for r in evidence_for(claim, references)]
-                verdict = verdict.model_copy(update={"evidence": evidence})
-            verdicts.append(verdict)
-        return verdicts
+        return [
+            v.model_copy(update={"evidence": [reference_text(item.scene, r) for r in evidence_for(c, references)]})
+            for c, v in zip(item.claims, parsed, strict=True)
+        ]
 
     # -- whole answers (HQH; the hook for other benchmarks) ----------------------------------------
 
     async def grade_answer(
         self, image_path: str | None, question: str, reference: str, answer: str, context: str = ""
     ) -> AnswerGrade | Failure:
-        """Grade one whole answer against the photo; a :class:`Failure` when the image or the call fails.
+        """Grade one whole answer against the photo; a :class:`Failure` when the image or the call fails, or
+        when the reply is not in the fixed words (such a reply is not cached: the next run asks again).
 
         This is the hook for benchmarks of whole answers (MMHal-Bench and the like): their scoring calls it
         with the sample's image, question, reference answer and any text context, and maps the grade to
@@ -271,12 +291,15 @@ class VLMJudge(HQHJudge, Judge):
         except ValueError as error:
             return Failure(f"judge 'vlm': {error}")
         try:
-            result = await self.client.chat(messages, temperature=0.0, max_tokens=20)
+            result = await self.client.chat(messages, temperature=0.0, max_tokens=20, keep=_answer_readable)
         except FATAL_ERRORS:
             raise
         except LLMError as error:
             return Failure(f"judge call failed: {error}")
-        return parse_answer_reply(result.text)
+        grade = parse_answer_reply(result.text)
+        if grade.unreadable:
+            return Failure(unreadable_reply("judge 'vlm'", str(grade.reason), finish_reason=result.finish_reason))
+        return grade
 
     async def judge_answers(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
         async def one(item: HQHItem) -> HQHJudgement | Failure:

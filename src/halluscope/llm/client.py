@@ -4,6 +4,9 @@ Every LLM-backed stage (claim extractors, judges, the OpenAI-compatible model ba
 through :class:`ChatClient`, so retries, timeouts, concurrency limits, caching and the handling of the API key
 are decided once. The rules, and why:
 
+- ``timeout_s`` is the time for one complete answer: connecting, the headers and the whole body, under
+  one deadline per request (waiting for a free slot of the concurrency limit does not count). A server
+  that sends its reply a byte at a time runs into it like one that sends nothing.
 - Only failures that can pass by themselves are retried: rate limits (429), timeouts, dropped connections and
   server errors (5xx), with exponential backoff plus jitter, honouring ``Retry-After``. Retrying an auth error
   or a malformed request only hides the problem, so those raise at once with the server's own message.
@@ -29,6 +32,7 @@ import asyncio
 import contextlib
 import email.utils
 import hashlib
+import json
 import logging
 import os
 import random
@@ -47,6 +51,7 @@ from halluscope.llm.errors import (
     LLMAuthError,
     LLMBadRequestError,
     LLMConnectionError,
+    LLMEmptyReplyError,
     LLMError,
     LLMRateLimitError,
     LLMResponseError,
@@ -65,6 +70,7 @@ __all__ = [
     "LLMAuthError",
     "LLMBadRequestError",
     "LLMConnectionError",
+    "LLMEmptyReplyError",
     "LLMError",
     "LLMRateLimitError",
     "LLMResponseError",
@@ -501,10 +507,15 @@ class ChatClient:
             endpoint.in_flight += 1
             try:
                 try:
-                    response = await http.post(url, json=payload)
-                except httpx.TimeoutException as error:
-                    shown = mask_url(url)
-                    raise LLMTimeoutError(f"no answer from {shown} within {self.timeout_s:g} s") from error
+                    # One deadline for the whole reply: connecting, the headers and every byte of the body.
+                    # httpx's own timeout bounds each read only, so a server that sends a byte now and then
+                    # would hold the request (and the run) for ever.
+                    async with asyncio.timeout(self.timeout_s):
+                        response = await http.post(url, json=payload)
+                except (TimeoutError, httpx.TimeoutException) as error:
+                    raise LLMTimeoutError(
+                        f"no complete answer from {mask_url(url)} within {self.timeout_s:g} s (timeout_s)"
+                    ) from error
                 except httpx.UnsupportedProtocol as error:
                     shown = mask_url(endpoint.url)
                     raise LLMBadRequestError(f"base URL {shown!r} is not an http(s) URL") from error
@@ -654,6 +665,23 @@ def _parse_logprobs(raw: Any) -> list[TokenLogprob] | None:
 STAGE_MODEL_ENV = "HALLUSCOPE_LLM_MODEL"
 
 
+def _get_json_within(url: str, headers: dict[str, str], timeout_s: float) -> Any:
+    """``GET url`` as JSON, the whole reply within ``timeout_s`` (httpx's timeout bounds each read only).
+
+    Raises ``httpx.HTTPError`` (an HTTP error status, or ``httpx.ReadTimeout`` past the deadline) or
+    ``ValueError`` (not JSON).
+    """
+    deadline = time.monotonic() + timeout_s
+    with httpx.stream("GET", url, headers=headers, timeout=timeout_s) as response:
+        response.raise_for_status()
+        chunks = []
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise httpx.ReadTimeout(f"no complete answer within {timeout_s:g} s", request=response.request)
+    return json.loads(b"".join(chunks))
+
+
 def served_model(
     base_url: str | Sequence[str] | None = None, api_key: str | None = None, *, timeout_s: float = 10.0
 ) -> str:
@@ -674,9 +702,7 @@ def served_model(
     body: Any = None
     for index, url in enumerate(urls):
         try:
-            response = httpx.get(url, headers=headers, timeout=timeout_s)
-            response.raise_for_status()
-            body = response.json()
+            body = _get_json_within(url, headers, timeout_s)
             break
         except (httpx.HTTPError, ValueError) as error:
             if index + 1 < len(urls):

@@ -8,6 +8,7 @@ __all__ = [
     "LLMAuthError",
     "LLMBadRequestError",
     "LLMConnectionError",
+    "LLMEmptyReplyError",
     "LLMError",
     "LLMRateLimitError",
     "LLMResponseError",
@@ -68,6 +69,15 @@ class LLMRetriesExhaustedError(LLMError):
 
 class LLMResponseError(LLMError):
     """HTTP 200, but the body is not an OpenAI chat completion (an HTML page, a proxy's error, other JSON)."""
+
+
+class LLMEmptyReplyError(LLMResponseError):
+    """HTTP 200 and a chat completion, but without a word in it (``content`` null or blank).
+
+    A model under test that answers nothing has not been measured: the sample fails (and is asked again on
+    the next run) instead of counting as an empty answer. Not retried at once: at the same settings the
+    same request mostly gets the same reply.
+    """
 
 
 #: Errors that stop a run instead of failing one item: the same request, or any other, would fail alike

@@ -6,7 +6,13 @@ its URL pasted into ``--base-url``. Now ``--judge-model local`` (or ``--extracto
 :class:`LocalLLM` starts :func:`~halluscope.llm.offline.llama_server` on a free loopback port the first time a
 stage asks for it, hands every stage that says ``local`` the same server, and stops it when the run ends,
 whichever way it ends (``with`` / :meth:`LocalLLM.close`; the CLI turns SIGTERM into the same unwinding as
-Ctrl-C, and the server is asked to die with its parent should the parent be killed outright).
+Ctrl-C, a server still running at interpreter exit is stopped then, and the server is asked to die with its
+parent should the parent be killed outright).
+
+The server runs in a process group of its own: a Ctrl-C at the terminal reaches halluscope only, not the
+server, which keeps answering the requests in flight until halluscope has unwound and stops it (SIGTERM,
+then SIGKILL after a grace period). In the terminal's group it died with the key press, and the judge calls
+still under way were recorded as the judge's failures.
 
 The port changes from run to run, so the server is registered with
 :func:`~halluscope.llm.client.named_endpoint` under :data:`LOCAL_ENDPOINT`: cache keys and ``spec.json`` name

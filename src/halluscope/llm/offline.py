@@ -16,10 +16,12 @@ A 1.5B model is a weak judge: use it to try the pipeline offline, not for number
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +30,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from halluscope.cache import default_cache_dir
 
@@ -183,21 +186,72 @@ def _check_server_installed() -> None:
 def _die_with_parent() -> None:
     """In the child, before exec: ask Linux to send it SIGTERM when its parent goes (prctl PR_SET_PDEATHSIG)."""
     import ctypes
-    import signal
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
+#: Seconds a server gets to stop after SIGTERM before it is killed.
+STOP_GRACE_S = 15.0
+#: Servers started by this process and not stopped yet, by pid: stopped at interpreter exit, should the
+#: ``with`` block that owns one never unwind (an exception in a thread, ``sys.exit`` from elsewhere).
+_RUNNING: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _start_server_process(
+    command: Sequence[str], *, log_file: IO[bytes], env: dict[str, str], die_with_parent: bool
+) -> subprocess.Popen[bytes]:
+    """Start a server in a session (and so a process group) of its own.
+
+    Why: a terminal sends Ctrl-C to every process of its foreground process group. In ours, the server
+    would get SIGINT at the same moment as halluscope and die under the requests still in flight (whose
+    failures would then be recorded as the judge's); in its own group only halluscope gets it, unwinds,
+    and stops the server itself (:func:`_stop`). The same holds for the terminal's SIGHUP and SIGQUIT.
+    """
+    posix = os.name == "posix"
+    process = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env,
+        start_new_session=posix,
+        preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None,
+    )  # fmt: skip
+    if not _RUNNING:
+        atexit.unregister(_stop_all)  # registered once, however many servers come and go
+        atexit.register(_stop_all)
+    _RUNNING[process.pid] = process
+    return process
+
+
+def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+    """``sig`` to the server's process group (its workers too), or to the process where there are none."""
+    if os.name == "posix":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)  # the server leads its own session: its pid is its group's id
+    elif sig == signal.SIGTERM:
+        process.terminate()
+    else:
         process.kill()
-        process.wait(timeout=15)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`: a server that ignores the first is still stopped."""
+    try:
+        if process.poll() is not None:
+            return
+        _signal_group(process, signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _signal_group(process, getattr(signal, "SIGKILL", signal.SIGTERM))
+            process.wait(timeout=STOP_GRACE_S)
+    finally:
+        _RUNNING.pop(process.pid, None)
+
+
+def _stop_all() -> None:
+    """At interpreter exit: stop every server still running."""
+    for process in list(_RUNNING.values()):
+        with contextlib.suppress(Exception):  # exiting: stop the others whatever one does
+            _stop(process)
 
 
 @contextlib.contextmanager
@@ -217,7 +271,10 @@ def llama_server(
 
     Waits until ``/v1/models`` answers; if the server exits or does not answer within ``startup_timeout_s``,
     raises :class:`LocalServerError` with the end of its output. The server is stopped on exit, and its log
-    (``LocalServer.log_path``) removed unless starting failed. ``die_with_parent`` (Linux) also has the kernel
+    (``LocalServer.log_path``) removed unless starting failed. The server runs in a process group of its
+    own, so a Ctrl-C at the terminal reaches only this process, which stops the server as the block
+    unwinds (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`); one still running at interpreter exit is
+    stopped then. ``die_with_parent`` (Linux) also has the kernel
     stop the server should this process be killed outright (SIGKILL), when no ``finally`` runs; the signal
     follows the thread that started it, so leave it off when a worker thread starts a server others use.
     """
@@ -242,10 +299,7 @@ def llama_server(
     log_fd, log_name = tempfile.mkstemp(prefix="halluscope-llama-server-", suffix=".log")
     log_path = Path(log_name)
     with os.fdopen(log_fd, "wb") as log_file:
-        process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env,
-            preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None,
-        )  # fmt: skip
+        process = _start_server_process(command, log_file=log_file, env=env, die_with_parent=die_with_parent)
     import httpx  # here: importing it costs every CLI command ~0.1 s, and only a starting server needs it
 
     base_url = f"http://{host}:{port}/v1"

@@ -5,6 +5,10 @@ remote servers cannot read local paths, and full-size photos cost bandwidth and 
 Requests go through the shared :class:`~halluscope.llm.ChatClient`, so concurrency limits, bounded
 retries and the content-addressed cache are the same as for every other LLM call in halluscope.
 
+A reply without text (``content`` null or blank) raises :class:`~halluscope.llm.LLMEmptyReplyError`: the
+sample fails in the ``model`` stage and is asked again on the next run, instead of being recorded (and cached)
+as an empty answer that every metric would then skip.
+
 Spec: ``openai/<model name>?base_url=...&api_key_env=...&max_side=...&text_only=...``.
 """
 
@@ -15,7 +19,7 @@ import os
 from typing import Any, ClassVar
 
 from halluscope.cache import Cache
-from halluscope.llm import ChatClient, ChatResult, LLMBadRequestError
+from halluscope.llm import ChatClient, ChatResult, LLMBadRequestError, LLMEmptyReplyError
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model, TokenStep
 from halluscope.models.images import DEFAULT_MAX_SIDE, image_part
 
@@ -139,18 +143,31 @@ class OpenAIModel(Model):
             # Some servers refuse log-probabilities; the answer matters more than its option probabilities.
             self._no_logprobs = True
             result = await self._chat(request, messages, None)
+        if not has_text(result):
+            raise LLMEmptyReplyError(self._no_text(result), status=200)
         return self._to_result(request, result)
 
     async def _chat(
         self, request: GenerateRequest, messages: list[dict[str, Any]], top: int | None
     ) -> ChatResult:
+        # A reply without text is not cached: the next run asks again instead of reading "nothing" back.
         return await self.client.chat(
             messages,
             temperature=request.temperature,
             max_tokens=request.max_tokens,
             seed=request.seed,
             top_logprobs=top,
+            keep=has_text,
         )
+
+    def _no_text(self, result: ChatResult) -> str:
+        """Why an empty reply is a failure, and what may cause it."""
+        why = "its reply has no text (message content null or empty)"
+        if result.finish_reason == "length":
+            why += "; it stopped at the token limit before writing any, so raise --max-tokens"
+        elif result.finish_reason and result.finish_reason != "stop":
+            why += f"; finish_reason {result.finish_reason!r}"
+        return f"model {self.name!r} on {self.client.endpoints_label}: {why}. Not cached; re-run to ask again"
 
     def _to_result(self, request: GenerateRequest, result: ChatResult) -> GenerateResult:
         steps = (
@@ -177,6 +194,11 @@ class OpenAIModel(Model):
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def has_text(result: ChatResult) -> bool:
+    """Whether a reply holds an answer at all: a model that says nothing has not been measured."""
+    return bool(result.text.strip())
 
 
 def _norm_token(token: str) -> str:
