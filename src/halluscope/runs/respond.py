@@ -40,6 +40,7 @@ from halluscope.llm.errors import endpoint_unusable
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model
 from halluscope.runs.differences import comparable_identity, describe_difference
 from halluscope.runs.images import MissingImagesError, check_images
+from halluscope.runs.lock import holding_run_dir
 from halluscope.runs.progress import ProgressSink, make_progress
 from halluscope.stages import Benchmark
 from halluscope.types import Claim, Response, Sample
@@ -253,6 +254,7 @@ def _replay_warnings(model: Model, benchmark: Benchmark, ids: list[str]) -> list
     return []
 
 
+@holding_run_dir(RespondError)  # one writer per folder: two would each append every answer
 async def collect_responses(
     benchmark: Benchmark,
     model: Model,
