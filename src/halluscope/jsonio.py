@@ -20,13 +20,14 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "MAX_LINE_DEPTH",
     "JsonTooDeepError",
     "JsonlLine",
     "iter_jsonl",
+    "iter_jsonl_lines",
     "iter_jsonl_text",
     "json_line",
     "loads_json",
@@ -117,11 +118,15 @@ def write_text_atomic(path: Path, text: str, *, fsync: bool = False) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        if fsync:
-            handle.flush()
-            os.fsync(handle.fileno())
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk keeps its last free bytes; the old file is intact
+        raise
     tmp.replace(path)
     return path
 
@@ -168,6 +173,38 @@ def iter_jsonl_text(path: Path) -> Iterator[tuple[int, str, bool]]:
             text = line.rstrip("\n")
             if text.strip():
                 yield number, text, torn
+
+
+class TextLine(NamedTuple):
+    """One non-blank line of a JSONL file, not parsed, read whatever bytes it holds."""
+
+    number: int
+    #: The line without its newline (undecodable bytes shown as U+FFFD).
+    text: str
+    #: The file ends in this line without a newline: a write that was interrupted.
+    torn: bool
+    #: Why the line is not UTF-8 text (the first bad byte's column), or None when it is.
+    undecodable: str | None
+
+
+def iter_jsonl_lines(path: Path) -> Iterator[TextLine]:
+    """Every non-blank line, like :func:`iter_jsonl_text`, but a line that is not UTF-8 text is yielded
+    with what is wrong (``undecodable``) instead of stopping the whole file with ``UnicodeDecodeError``.
+
+    For logs halluscope writes itself (``samples.jsonl``), where one damaged line is one corrupt record to
+    list and redo; a file given by the user that is not text at all is refused whole, by its reader.
+    """
+    with Path(path).open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            torn = not raw.endswith(b"\n")
+            body = raw.rstrip(b"\n")
+            try:
+                text, undecodable = body.decode("utf-8"), None
+            except UnicodeDecodeError as error:
+                text = body.decode("utf-8", "replace")
+                undecodable = f"not UTF-8 text (byte {error.object[error.start]:#04x} at column {error.start + 1})"
+            if text.strip():
+                yield TextLine(number, text, torn, undecodable)
 
 
 def json_line(number: int, text: str, torn: bool = False) -> JsonlLine:

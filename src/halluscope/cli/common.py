@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any, NoReturn
 
 import typer
@@ -75,3 +81,40 @@ def warn_line(message: str) -> None:
 
 def interactive() -> bool:
     return sys.stderr.isatty()
+
+
+@contextlib.contextmanager
+def stops_on_signals() -> Iterator[None]:
+    """Make SIGTERM stop a command as Ctrl-C does (a ``KeyboardInterrupt``), for the ``with`` block.
+
+    By default SIGTERM (``kill``, a job scheduler's time limit) ends Python at once, with no message and no
+    clean-up; while a run scores, :func:`halluscope.runs.interrupt.run_async` handles both signals itself.
+    """
+
+    def on_sigterm(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if main else None
+    try:
+        yield
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def exit_interrupted() -> NoReturn:
+    """Say the command was interrupted and how to resume, and exit 130 at once.
+
+    At once: a thread still busy with the interrupted work (an embedding batch, say) would otherwise keep
+    Python from exiting until it finished. What the run finished is already written.
+    """
+    from halluscope.runs.interrupt import INTERRUPTED_EXIT, INTERRUPTED_MESSAGE
+
+    console(stderr=True).print(f"[bold yellow]{INTERRUPTED_MESSAGE}[/bold yellow]")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    busy = [t for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+    if busy:
+        os._exit(INTERRUPTED_EXIT)
+    raise typer.Exit(INTERRUPTED_EXIT)

@@ -122,9 +122,9 @@ def _model(flags: RespondFlags) -> tuple[Any, Any]:
 
 def _collect(flags: RespondFlags, bench: Any, spec: Any, model: Any) -> dict[str, Any]:
     """Ask the model, writing to OUT as answers come; the model is closed however it ends."""
-    import asyncio
-
+    from halluscope.cli.common import exit_interrupted
     from halluscope.models.replay import ReplayError
+    from halluscope.runs.interrupt import run_async
     from halluscope.runs.respond import RespondError, collect_responses
 
     async def main() -> dict[str, Any]:
@@ -147,7 +147,9 @@ def _collect(flags: RespondFlags, bench: Any, spec: Any, model: Any) -> dict[str
 
     answers: dict[str, Any] = {}
     try:
-        answers = asyncio.run(main())
+        answers = run_async(main())  # Ctrl-C and SIGTERM stop it at once; answers already written are kept
+    except KeyboardInterrupt:
+        exit_interrupted()
     except (RespondError, ReplayError) as error:
         fail(str(error))
     return answers

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from halluscope.cli.common import console, fail, interactive, join_urls, parse_options
+from halluscope.cli.common import (
+    console,
+    exit_interrupted,
+    fail,
+    interactive,
+    join_urls,
+    parse_options,
+    stops_on_signals,
+)
 from halluscope.cli.flags import flags_command
 
 if TYPE_CHECKING:
@@ -91,7 +99,9 @@ class RunFlags:
         bool, typer.Option(help="With --responses: score only the samples the file answers.")
     ] = False
     # runs.runner.DEFAULT_CHUNK_SIZE, written out so that `--help` need not import the runner.
-    chunk_size: Annotated[int, typer.Option(help="Samples scored per batch (and per durable write).")] = 256
+    chunk_size: Annotated[
+        int, typer.Option(help="Most samples scored per batch; batches start small and grow while quick.")
+    ] = 256
     # runs.runner.DEFAULT_MAX_FAILURE_SHARE, written out for the same reason.
     max_failure_share: Annotated[
         float,
@@ -109,12 +119,22 @@ def run(flags: RunFlags) -> None:
     """Score answers on a benchmark: extract claims, judge them, and write spec, samples and metrics."""
     from halluscope.runs.config import EvaluationError
     from halluscope.runs.evaluation import execute
-    from halluscope.runs.runner import StageFailureError
+    from halluscope.runs.runner import NothingMeasuredError, StageFailureError
 
     try:
-        outcome = execute(run_config(flags), CliHooks())
+        with stops_on_signals():
+            outcome = execute(run_config(flags), CliHooks())
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what finished is written; no metrics.json
+        exit_interrupted()
     except EvaluationError as error:
         fail(str(error))
+    except NothingMeasuredError as error:
+        warn_corrupt(console(stderr=True), error.report)
+        fail(
+            f"{error}. metrics.json is written for inspection and samples.jsonl holds each sample's failure; "
+            "fix the cause and re-run the same command.",
+            code=1,
+        )
     except StageFailureError as error:
         warn_corrupt(console(stderr=True), error.report)
         show_metrics(error.report, flags)

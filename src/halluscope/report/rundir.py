@@ -166,7 +166,9 @@ def load_run(directory: Path) -> ReportRun:
     records: list[dict[str, Any]] = []
     if samples_path.exists():
         if store:
-            records = [_plain(r) for r in store.read_records(directory)]
+            scan = store.scan_records(directory)
+            records = [_plain(r) for r in scan.records]
+            notes.extend(_corrupt_notes(scan.corrupt))
         else:
             records = read_records_jsonl(samples_path, notes)
     else:
@@ -177,6 +179,18 @@ def load_run(directory: Path) -> ReportRun:
     if len(answered) < len(records):
         notes.append(f"{len(records) - len(answered):,} samples without a response are not shown")
     return ReportRun(directory=directory, spec=spec, metrics=metrics, records=answered, notes=notes)
+
+
+#: Corrupt log lines named one by one in a run's notes; the rest are counted.
+_CORRUPT_LISTED = 10
+
+
+def _corrupt_notes(corrupt: Sequence[Any]) -> list[str]:
+    """A note per corrupt line of samples.jsonl (left out of the report; re-running the run redoes them)."""
+    notes = [f"corrupt, not shown: {line} (re-run the run to redo its sample)" for line in corrupt[:_CORRUPT_LISTED]]
+    if len(corrupt) > _CORRUPT_LISTED:
+        notes.append(f"… and {len(corrupt) - _CORRUPT_LISTED} more corrupt line(s) in samples.jsonl")
+    return notes
 
 
 def _plain(value: Any) -> Any:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -114,9 +114,11 @@ def execute(
     """Run ``config``: answers, scoring, ``spec.json``, ``samples.jsonl`` and ``metrics.json`` in ``out``.
 
     ``inline_responses`` (answers held in memory) are written to ``config.responses`` first. Raises
-    :class:`EvaluationError` when the run cannot be set up or an LLM endpoint refuses every request, and
-    :class:`~halluscope.runs.runner.StageFailureError` (after writing ``metrics.json``) when a stage failed
-    on too many samples.
+    :class:`EvaluationError` when the run cannot be set up, its ``out`` is used by another process or cannot
+    be written, or an LLM endpoint refuses every request; :class:`~halluscope.runs.runner.StageFailureError`
+    (after writing ``metrics.json``) when a stage failed on too many samples,
+    :class:`~halluscope.runs.runner.NothingMeasuredError` when no sample was scored at all, and
+    :class:`~halluscope.runs.interrupt.RunInterrupted` on Ctrl-C or SIGTERM (re-run to resume).
     """
     from halluscope.llm.errors import LLMError
     from halluscope.runs.runner import run_benchmark
@@ -129,31 +131,44 @@ def execute(
     _check_stages(config, bench)
     store = _open_cache(config, hooks)
     known_ids = known_sample_ids(config.benchmark, config.data, config.benchmark_options(), bench)
-    try:
-        answers = _gather_answers(config, bench, store, known_ids, hooks, inline_responses)
-    except RunDirError as error:
-        raise _run_dir_error(config, error) from error
-    bench = _select(config, answers, hooks)
-    with hooks.local_llm() as local:
-        ctx = _scoring_context(config, bench, store, local)
-        spec = {**answers.spec, "run": config.recorded()}
-        if local.started:
-            spec["local_llm"] = local.describe()
+    with _holding_out(config):  # one process writes a run folder, from the first answer to metrics.json
         try:
-            report = run_benchmark(
-                bench, answers.responses, ctx, config.out, spec_extra=spec, chunk_size=config.chunk_size,
-                show_progress=config.progress, overwrite=config.overwrite,
-                max_failure_share=config.max_failure_share, model_failures=answers.model_failures,
-            )  # fmt: skip
+            answers = _gather_answers(config, bench, store, known_ids, hooks, inline_responses)
         except RunDirError as error:
             raise _run_dir_error(config, error) from error
-        except LLMError as error:  # auth and bad-request failures stop the run: every item would fail alike
-            raise EvaluationError(
-                f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)"
-            ) from error
+        bench = _select(config, answers, hooks)
+        with hooks.local_llm() as local:
+            ctx = _scoring_context(config, bench, store, local)
+            spec = {**answers.spec, "run": config.recorded()}
+            if local.started:
+                spec["local_llm"] = local.describe()
+            try:
+                report = run_benchmark(
+                    bench, answers.responses, ctx, config.out, spec_extra=spec, chunk_size=config.chunk_size,
+                    show_progress=config.progress, overwrite=config.overwrite,
+                    max_failure_share=config.max_failure_share, model_failures=answers.model_failures,
+                )  # fmt: skip
+            except RunDirError as error:
+                raise _run_dir_error(config, error) from error
+            except LLMError as error:  # auth and bad-request failures stop the run: every item fails alike
+                raise EvaluationError(
+                    f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)"
+                ) from error
     return RunOutcome(
         run_dir=config.out, report=report, responses_file=answers.spec.get("responses_file", {})
     )
+
+
+@contextlib.contextmanager
+def _holding_out(config: RunConfig) -> Iterator[None]:
+    """The run folder's lock for the block; a busy or unwritable folder as an :class:`EvaluationError`."""
+    from halluscope.runs.lock import RunDirBusyError, RunDirWriteError, run_dir_lock, run_dir_writes
+
+    try:
+        with run_dir_lock(config.out), run_dir_writes(config.out):
+            yield
+    except (RunDirBusyError, RunDirWriteError) as error:
+        raise _run_dir_error(config, error) from error
 
 
 def _check_stages(config: RunConfig, bench: Benchmark) -> None:
@@ -301,10 +316,9 @@ def _read_file(
 
 
 def _ask_model(config: RunConfig, bench: Benchmark, store: Cache) -> _Answers:
-    import asyncio
-
     from halluscope.models.spec import create_model
     from halluscope.registry import UnknownComponentError
+    from halluscope.runs.interrupt import run_async
     from halluscope.runs.respond import RespondError, collect_responses, read_respond_errors
     from halluscope.runs.runner import discard_run
 
@@ -328,7 +342,7 @@ def _ask_model(config: RunConfig, bench: Benchmark, store: Cache) -> _Answers:
             await model.aclose()
 
     try:
-        responses = asyncio.run(collect())
+        responses = run_async(collect())
     except RespondError as error:
         raise EvaluationError(str(error)) from error
     return _Answers(

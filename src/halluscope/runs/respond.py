@@ -41,6 +41,7 @@ from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Mo
 from halluscope.redact import mask_data
 from halluscope.runs.differences import comparable_identity, describe_difference
 from halluscope.runs.images import MissingImagesError, check_images
+from halluscope.runs.lock import holding_run_dir
 from halluscope.runs.progress import ProgressSink, make_progress
 from halluscope.stages import Benchmark
 from halluscope.types import Claim, Response, Sample
@@ -254,6 +255,7 @@ def _replay_warnings(model: Model, benchmark: Benchmark, ids: list[str]) -> list
     return []
 
 
+@holding_run_dir(RespondError)  # one writer per folder: two would each append every answer
 async def collect_responses(
     benchmark: Benchmark,
     model: Model,

@@ -14,13 +14,23 @@ Nothing fails silently (docs/failures.md):
   or hit every one of them, :class:`StageFailureError` is raised after ``metrics.json`` is written, naming
   the stage, the share and the last error;
 - a run directory holding another run (another benchmark config, stages, model or responses file) is
-  refused in one line naming what differs, unless ``overwrite``.
+  refused in one line naming what differs, unless ``overwrite``;
+- a run in which no sample was scored raises :class:`NothingMeasuredError` (after ``metrics.json`` is
+  written), with the count of failures by stage, instead of a table of "—" and success;
+- a run directory another process is writing is refused (:mod:`halluscope.runs.lock`); one that cannot be
+  written (full disk, read-only) raises :class:`~halluscope.runs.lock.RunDirWriteError` naming it.
+
+Records are written batch by batch as they finish, batches sized to take a couple of seconds (up to
+``chunk_size``), so an interrupted run (:mod:`halluscope.runs.interrupt`) keeps nearly all finished work;
+an interrupted run writes no ``metrics.json``, and a run with work left removes the one of its previous
+finish first, so a ``metrics.json`` always describes every record in the log.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
+import time
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -35,6 +45,8 @@ from halluscope.runs.differences import (
     upgraded_spec,
     without_counts,
 )
+from halluscope.runs.interrupt import run_async
+from halluscope.runs.lock import run_dir_lock, run_dir_writes
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
 from halluscope.runs.store import (
     METRICS_FILE,
@@ -65,6 +77,16 @@ class StageFailureError(RuntimeError):
         self.stage = stage
         self.failed = failed
         self.reached = reached
+
+
+class NothingMeasuredError(RuntimeError):
+    """No sample of the run was scored, so every metric is empty; ``metrics.json`` was written to inspect."""
+
+    def __init__(self, message: str, report: MetricsReport, failures: Mapping[str, int]) -> None:
+        super().__init__(message)
+        self.report = report
+        #: Failed records by ``failed_stage`` (``input`` for failures in the inputs).
+        self.failures = dict(failures)
 
 
 #: ``failed_stage`` of a record whose failure lies in its inputs (no response, no scene graph, a broken
@@ -118,6 +140,26 @@ def check_stage_failures(records: list[SampleRecord], max_share: float) -> tuple
         if over and (worst is None or len(failed) > worst[1]):
             worst = (str(stage), len(failed), len(reached), str(failed[-1].failure))
     return worst
+
+
+def check_measured(records: list[SampleRecord], report: MetricsReport) -> str | None:
+    """Why the run measured nothing (no sample scored, or no metric with a value), else None."""
+    scored = sum(1 for r in records if r.failure is None)
+    if scored and any(value is not None for value in report.metrics.values()):
+        return None
+    if not records:
+        return "nothing was measured: the run has no sample to score"
+    failures = Counter(str(r.failed_stage or INPUT_FAILURE) for r in records if r.failure is not None)
+    by_stage = ", ".join(
+        f"{count} failed in their inputs" if stage == INPUT_FAILURE else f"{count} failed in the {stage}"
+        for stage, count in failures.most_common()
+    )
+    last = next((r for r in reversed(records) if r.failure is not None), None)
+    if not scored:
+        why = f"none of the {len(records)} samples was scored ({by_stage})"
+    else:
+        why = f"the {scored} scored samples gave no metric a value"
+    return f"nothing was measured: {why}" + (f"; last error: {last.failure}" if last else "")
 
 
 #: Spec fields that must match for a run directory to be resumed rather than refused.
@@ -175,11 +217,26 @@ def _is_done(record: SampleRecord, responses: Mapping[str, Response]) -> bool:
     return record.failure is None and response is not None and record.response == response.response
 
 
-#: Samples scored per call of ``Benchmark.score_many`` (and per durable write). Batched judges encode
+#: The most samples scored per call of ``Benchmark.score_many`` (and per write). Batched judges encode
 #: each call's strings together, so small chunks cost throughput: on Tri-HE the similarity judge took
 #: 1.62x the ideal batched time in chunks of 64 and 1.10x in chunks of 256 (``bench/similarity_speed.py``).
 #: A crash loses at most one chunk's local work; LLM calls are cached one by one and are never lost.
 DEFAULT_CHUNK_SIZE = 256
+#: The first chunk's size; chunks then double while one takes under :data:`CHUNK_TARGET_S` and halve when
+#: one takes over four times that, so slow stages (an LLM judge) write their records every few seconds
+#: and fast batched ones still reach ``chunk_size``.
+FIRST_CHUNK = 8
+CHUNK_TARGET_S = 2.0
+
+
+def next_chunk_size(size: int, took_s: float, largest: int) -> int:
+    """The next chunk's size after one of ``size`` samples took ``took_s`` seconds."""
+    smallest = min(FIRST_CHUNK, largest)
+    if took_s < CHUNK_TARGET_S:
+        return min(largest, size * 2)
+    if took_s > 4 * CHUNK_TARGET_S:
+        return max(smallest, size // 2)
+    return size
 
 
 async def run_benchmark_async(
@@ -204,49 +261,77 @@ async def run_benchmark_async(
     """
     if not 0.0 <= max_failure_share <= 1.0:
         raise ValueError(f"max_failure_share must be between 0 and 1, got {max_failure_share}")
-    progress = progress or NullProgress()
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    spec = build_spec(benchmark, ctx, spec_extra)
-    if overwrite:
-        for name in RUN_FILES:
-            (out_dir / name).unlink(missing_ok=True)
-    if (out_dir / SPEC_FILE).exists():
-        check_run_dir(out_dir, spec)
-        spec["created"] = read_spec(out_dir).get("created", spec["created"])
-    write_json_atomic(out_dir / SPEC_FILE, spec)
+    with run_dir_lock(out_dir), run_dir_writes(out_dir):
+        spec = build_spec(benchmark, ctx, spec_extra)
+        if overwrite:
+            for name in RUN_FILES:
+                (out_dir / name).unlink(missing_ok=True)
+        if (out_dir / SPEC_FILE).exists():
+            check_run_dir(out_dir, spec)
+            spec["created"] = read_spec(out_dir).get("created", spec["created"])
+        write_json_atomic(out_dir / SPEC_FILE, spec)
+        samples = list(benchmark.samples())
+        wanted = {s.id for s in samples}
+        scan = scan_records(out_dir)
+        kept = [r for r in scan.records if r.id in wanted and _is_done(r, responses)]
+        done = {r.id for r in kept}
+        pending = [s for s in samples if s.id not in done]
+        if pending or scan.corrupt or scan.torn or len(kept) < len(scan.records):
+            rewrite_records(out_dir, kept)
+            # The run changes: its last metrics would describe records that are gone or not yet there.
+            (out_dir / METRICS_FILE).unlink(missing_ok=True)
+        # The samples and responses stay alive throughout: the collector need not walk them again and again.
+        with gc_frozen():
+            await _score_pending(
+                benchmark, pending, responses, ctx, out_dir, progress or NullProgress(),
+                total=len(samples), largest=max(1, chunk_size), model_failures=model_failures,
+            )  # fmt: skip
+            records = read_records(out_dir)
+            report = benchmark.metrics(records)
+        report.counts["corrupt_log_lines"] = len(scan.corrupt)
+        if scan.corrupt:
+            report.details["corrupt_log_lines"] = [
+                {"line": c.number, "id": c.id, "problem": c.problem} for c in scan.corrupt
+            ]
+        report.counts["stage_failures"] = sum(1 for r in records if is_stage_failure(r))
+        write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
+    _check_outcome(records, report, max_failure_share)
+    return report
 
-    samples = list(benchmark.samples())
-    wanted = {s.id for s in samples}
-    scan = scan_records(out_dir)
-    kept = [r for r in scan.records if r.id in wanted and _is_done(r, responses)]
-    rewrite_records(out_dir, kept)
-    done = {r.id for r in kept}
-    pending = [s for s in samples if s.id not in done]
 
-    progress.start(f"scoring {benchmark.name}", total=len(samples), done=len(done))
-    # The samples and responses stay alive throughout: the collector need not walk them again and again.
-    with gc_frozen():
-        writer = RecordWriter(out_dir)
-        try:
-            for start in range(0, len(pending), max(1, chunk_size)):
-                chunk = pending[start : start + chunk_size]
-                records = await benchmark.score_many([(s, responses.get(s.id)) for s in chunk], ctx)
-                settle_failures(records, model_failures)
-                writer.write(records)
-                progress.advance(len(chunk))
-        finally:
-            writer.close()
+async def _score_pending(
+    benchmark: Benchmark,
+    pending: list[Any],
+    responses: Mapping[str, Response],
+    ctx: ScoringContext,
+    out_dir: Path,
+    progress: ProgressSink,
+    *,
+    total: int,
+    largest: int,
+    model_failures: Mapping[str, str] | None,
+) -> None:
+    """Score ``pending`` chunk by chunk, each chunk's records written as soon as it is scored."""
+    progress.start(f"scoring {benchmark.name}", total=total, done=total - len(pending))
+    writer = RecordWriter(out_dir)
+    try:
+        position, size = 0, min(FIRST_CHUNK, largest)
+        while position < len(pending):
+            chunk = pending[position : position + size]
+            started = time.monotonic()
+            records = await benchmark.score_many([(s, responses.get(s.id)) for s in chunk], ctx)
+            settle_failures(records, model_failures)
+            writer.write(records)
+            progress.advance(len(chunk))
+            position += len(chunk)
+            size = next_chunk_size(size, time.monotonic() - started, largest)
+    finally:
+        writer.close()
 
-        records = read_records(out_dir)
-        report = benchmark.metrics(records)
-    report.counts["corrupt_log_lines"] = len(scan.corrupt)
-    if scan.corrupt:
-        report.details["corrupt_log_lines"] = [
-            {"line": c.number, "id": c.id, "problem": c.problem} for c in scan.corrupt
-        ]
-    report.counts["stage_failures"] = sum(1 for r in records if is_stage_failure(r))
-    write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
+
+def _check_outcome(records: list[SampleRecord], report: MetricsReport, max_failure_share: float) -> None:
+    """Raise when a stage failed on too many samples, or when nothing at all was measured."""
     over = check_stage_failures(records, max_failure_share)
     if over is not None:
         stage, failed, reached, last = over
@@ -258,7 +343,10 @@ async def run_benchmark_async(
             failed,
             reached,
         )
-    return report
+    nothing = check_measured(records, report)
+    if nothing is not None:
+        failures = Counter(str(r.failed_stage or INPUT_FAILURE) for r in records if r.failure is not None)
+        raise NothingMeasuredError(nothing, report, failures)
 
 
 def run_benchmark(
@@ -274,10 +362,13 @@ def run_benchmark(
     max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
     model_failures: Mapping[str, str] | None = None,
 ) -> MetricsReport:
-    """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked."""
+    """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked.
+
+    Ctrl-C or SIGTERM stop it promptly with :class:`~halluscope.runs.interrupt.RunInterrupted`.
+    """
     progress = make_progress(show_progress)
     try:
-        return asyncio.run(
+        return run_async(
             run_benchmark_async(
                 benchmark,
                 responses,

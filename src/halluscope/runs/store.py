@@ -1,17 +1,19 @@
 """The run directory: ``spec.json`` (frozen config), ``samples.jsonl`` (one record per sample, appended as
 samples finish) and ``metrics.json``. Other tools rely on this layout; see docs/run-directory.md.
 
-Appends are flushed and fsynced per chunk, so a crash loses at most the chunk in flight; a torn last
-line (the process died mid-write) is dropped when the log is read back, and the next run redoes it. Any
-other line that cannot be read (bad JSON, not a sample record) is *corrupt*: :func:`scan_records` lists it
-by line number, the runner reports it (terminal and ``counts["corrupt_log_lines"]``) and redoes its sample,
-instead of computing metrics without it.
+Appends are flushed per batch of records as it finishes (and fsynced at most once a second, and when the
+run ends), so a crash loses at most the batch in flight; a torn last line (the process died mid-write) is
+dropped when the log is read back, and the next run redoes it. Any other line that cannot be read (not
+UTF-8 text, bad JSON, not a sample record) is *corrupt*: :func:`scan_records` lists it by line number,
+the runner reports it (terminal and ``counts["corrupt_log_lines"]``) and redoes its sample, instead of
+computing metrics without it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from halluscope.gcpause import gc_paused
-from halluscope.jsonio import JsonlLine, iter_jsonl_text, json_line, write_jsonl_atomic
+from halluscope.jsonio import JsonlLine, iter_jsonl_lines, json_line, write_jsonl_atomic
 from halluscope.types import MetricsReport, SampleRecord
 
 SPEC_FILE = "spec.json"
@@ -79,10 +81,13 @@ def scan_records(run_dir: Path) -> RecordScan:
     if not path.exists():
         return scan
     records: dict[str, SampleRecord] = {}
-    for number, text, torn in iter_jsonl_text(path):
+    for number, text, torn, undecodable in iter_jsonl_lines(path):
         if torn:
             scan.torn = True  # torn write from an interrupted run
             break
+        if undecodable is not None:
+            scan.corrupt.append(CorruptLine(number, undecodable))
+            continue
         try:
             # One step from text to record; a line it refuses is read again the long way, to say why.
             record = SampleRecord.model_validate_json(text)
@@ -128,15 +133,34 @@ def rewrite_records(run_dir: Path, records: Iterable[SampleRecord]) -> None:
 
 
 class RecordWriter:
-    """Appends records to ``samples.jsonl``; each :meth:`write` is durable when it returns."""
+    """Appends records to ``samples.jsonl``.
 
-    def __init__(self, run_dir: Path) -> None:
+    Each :meth:`write` is in the file (flushed to the operating system) when it returns, so a killed or
+    interrupted process keeps it; it is forced to the disk (``fsync``) at most every ``sync_every_s``
+    seconds and on :meth:`close`, because an ``fsync`` per small batch would cost more than the batch.
+    """
+
+    def __init__(self, run_dir: Path, *, sync_every_s: float = 1.0) -> None:
         self._handle = (Path(run_dir) / SAMPLES_FILE).open("a", encoding="utf-8")
+        self._sync_every_s = sync_every_s
+        self._synced_at = time.monotonic()
+        self._unsynced = False
 
     def write(self, records: Iterable[SampleRecord]) -> None:
         self._handle.write("".join(r.model_dump_json() + "\n" for r in records))
         self._handle.flush()
+        self._unsynced = True
+        if time.monotonic() - self._synced_at >= self._sync_every_s:
+            self._sync()
+
+    def _sync(self) -> None:
         os.fsync(self._handle.fileno())
+        self._synced_at = time.monotonic()
+        self._unsynced = False
 
     def close(self) -> None:
-        self._handle.close()
+        try:
+            if self._unsynced:
+                self._sync()
+        finally:
+            self._handle.close()
