@@ -34,6 +34,7 @@ from halluscope.runs.differences import (
     upgraded_spec,
     without_counts,
 )
+from halluscope.runs.images import name_refused_images
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
 from halluscope.runs.store import (
     METRICS_FILE,
@@ -230,6 +231,7 @@ async def run_benchmark_async(
             for start in range(0, len(pending), max(1, chunk_size)):
                 chunk = pending[start : start + chunk_size]
                 records = await benchmark.score_many([(s, responses.get(s.id)) for s in chunk], ctx)
+                name_refused_images(records, chunk)
                 settle_failures(records, model_failures)
                 writer.write(records)
                 progress.advance(len(chunk))
