@@ -30,8 +30,10 @@ from tests.paths import (
     HALLUSIONBENCH_EXCERPT,
     HQH_DIR,
     MMHAL_DIR,
+    POPE_DIR,
     POPE_EXCERPT,
     REPO_ROOT,
+    TRI_HE_IMAGES,
 )
 from tests.scripted_server import Reply, ScriptedServer, completion
 
@@ -208,3 +210,80 @@ def test_every_loader_refuses_a_link_out_of_the_images_folder(name: str, tmp_pat
     if "images_found" in spec:  # every benchmark but CHAIR counts its images
         assert spec["images_outside"] >= 1
         assert spec["images_found"] + spec["images_outside"] <= spec["images_needed"]
+
+
+# -- photos sent as the benchmark holds them ------------------------------------------------------------------
+
+
+def _gqa_pope(target: Path) -> list[dict[str, Any]]:
+    """POPE's GQA questions (random setting) about the 31 GQA photos the Tri-HE folder holds."""
+    photos = {p.stem for p in TRI_HE_IMAGES.glob("*.jpg")}
+    rows = [r for r in json.loads((POPE_DIR / "gqa" / "gqa_pope_seem_random.json").read_text())
+            if Path(r["image"]).stem in photos]  # fmt: skip
+    (target / "gqa").mkdir(parents=True)
+    (target / "gqa" / "gqa_pope_seem_random.json").write_text(json.dumps(rows))
+    return rows
+
+
+@pytest.mark.full_data
+def test_gqa_pope_photos_arrive_byte_exact(tmp_path: Path) -> None:
+    rows = _gqa_pope(tmp_path / "pope")
+    photos = {(TRI_HE_IMAGES / f"{Path(r['image']).stem}.jpg").read_bytes() for r in rows}
+    assert len(photos) == 31
+    out = tmp_path / "answers"
+    with ScriptedServer(responder=_answer) as endpoint:
+        args = ["respond", "-b", "pope", "--data", str(tmp_path / "pope"), "--bench-opt", f"images={TRI_HE_IMAGES}",
+                "-m", f"openai/vlm?base_url={endpoint.base_url}", "--out", str(out), "--no-cache", "-q"]  # fmt: skip
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        sent = endpoint.images_sent()
+    assert len(sent) == len(rows) and all(len(images) == 1 for images in sent)
+    assert {mime for images in sent for mime, _ in images} == {"image/jpeg"}
+    received = {data for images in sent for _, data in images}
+    assert received == photos  # all 31 photos, each exactly the file's bytes
+    identity = json.loads((out / "respond.json").read_text())["model"]
+    assert identity["images"] == "as stored" and "max_side" not in identity
+
+
+def test_max_side_shrinks_and_is_recorded(tmp_path: Path) -> None:
+    import asyncio
+
+    from halluscope.cache import Cache
+    from halluscope.models.base import ChatTurn, GenerateRequest
+    from halluscope.models.spec import create_model
+
+    big = _photo(tmp_path / "big.jpg", RED, size=(600, 300), fmt="JPEG")
+
+    async def ask(spec: str) -> dict[str, Any]:
+        model = create_model(spec, cache=Cache(None))
+        try:
+            await model.generate(GenerateRequest(messages=[ChatTurn(text="Is there a dog?", images=[str(big)])]))
+        finally:
+            await model.aclose()
+        return model.identity()
+
+    with ScriptedServer(responder=_answer) as endpoint:
+        stored = asyncio.run(ask(f"openai/vlm?base_url={endpoint.base_url}"))
+        shrunk = asyncio.run(ask(f"openai/vlm?base_url={endpoint.base_url}&max_side=200"))
+        roomy = asyncio.run(ask(f"openai/vlm?base_url={endpoint.base_url}&max_side=1000"))
+        (_, first), (mime, second), (_, third) = (images[0] for images in endpoint.images_sent())
+    assert first == big.read_bytes() and stored["images"] == "as stored"
+    assert mime == "image/jpeg" and Image.open(io.BytesIO(second)).size == (200, 100)
+    assert (shrunk["images"], shrunk["max_side"]) == ("re-encoded", 200)
+    assert third == big.read_bytes()  # already within the size asked for: sent as stored
+    assert (roomy["images"], roomy["max_side"]) == ("re-encoded", 1000)  # what was asked, recorded
+
+
+def test_the_mime_type_is_read_from_the_content(tmp_path: Path) -> None:
+    from halluscope.models.images import decode_data_url, image_data_url
+
+    png_named_jpg = _photo(tmp_path / "chart.jpg", BLUE, fmt="PNG")
+    assert decode_data_url(image_data_url(png_named_jpg)) == ("image/png", png_named_jpg.read_bytes())
+    webp = _photo(tmp_path / "a.webp", GREEN, fmt="WEBP")
+    assert decode_data_url(image_data_url(webp)) == ("image/webp", webp.read_bytes())
+    gif = _photo(tmp_path / "a.gif", GREEN, fmt="GIF")
+    assert decode_data_url(image_data_url(gif)) == ("image/gif", gif.read_bytes())
+    # a format endpoints do not take is converted, losslessly, to PNG
+    bmp = _photo(tmp_path / "a.bmp", GREY, fmt="BMP")
+    mime, data = decode_data_url(image_data_url(bmp))
+    assert mime == "image/png" and Image.open(io.BytesIO(data)).tobytes() == Image.open(bmp).tobytes()
