@@ -8,6 +8,7 @@ largest number of requests in flight at once is tracked, so tests can count retr
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -104,6 +105,23 @@ class ScriptedServer:
 
     def chat_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def images_sent(self) -> list[list[tuple[str, bytes]]]:
+        """Per chat request, the images it carried as (MIME type, bytes), decoded from their ``data:`` URLs
+        here with the standard library alone, so a test compares what arrived with the files on disk
+        independently of the client's encoder."""
+        sent: list[list[tuple[str, bytes]]] = []
+        for request in self.chat_requests():
+            images: list[tuple[str, bytes]] = []
+            for message in request.body.get("messages", []):
+                content = message.get("content")
+                for part in content if isinstance(content, list) else []:
+                    if part.get("type") != "image_url":
+                        continue
+                    header, _, payload = str(part["image_url"]["url"]).partition(";base64,")
+                    images.append((header.removeprefix("data:"), base64.b64decode(payload, validate=True)))
+            sent.append(images)
+        return sent
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

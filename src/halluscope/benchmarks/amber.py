@@ -39,7 +39,7 @@ from halluscope.benchmarks.closed import (
     download_files,
     yes_no_record,
 )
-from halluscope.benchmarks.images import check_missing_policy, find_image, image_spec
+from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
 from halluscope.cache import default_cache_dir
 from halluscope.jsonio import loads_json
 from halluscope.metrics.amber import dimension_of
@@ -53,6 +53,8 @@ OFFICIAL_BASE = "https://raw.githubusercontent.com/junyangwang0410/AMBER/master/
 _FILES = ("annotations.json", "query/query_all.json", "relation.json", "safe_words.txt")
 _GROUPS = ("generative", "existence", "attribute", "relation")
 _GENERATIVE: dict[str, Any] = {"type": "generative"}
+#: Where an item's image is looked for under the ``images`` folder (the release unpacks into ``image/``).
+_IMAGE_PLACES = ("", "image", "images")
 #: What the model is asked (the ``prompt`` option), for the yes/no items; descriptions always get the query.
 PROMPTS = {"query": "{query}", "yesno": "{query} Please answer yes or no."}
 
@@ -280,18 +282,20 @@ class Amber(Benchmark):
             generative = kind == "generative"
             image = str(item.get("image") or "")
             query = str(item["query"])
+            photo = locate_image(self.images, [image], _IMAGE_PLACES) if image else ImageLookup(None)
             yield Sample(
                 id=str(item["id"]),
                 benchmark=self.name,
                 prompt=query if generative else _ask(self.prompt, query),
                 image_id=Path(image).stem or None,
-                image_path=find_image(self.images, [image], ["image", "images"]) if image else None,
+                image_path=photo.path,
                 reference=None if generative else str(item["truth"]),
                 metadata={
                     "type": kind,
                     "dimension": dimension_of(kind),
                     **({"truth": list(item["truth"]), "hallu": list(item.get("hallu", []))} if generative
                        else {"label": str(item["truth"])}),
+                    **photo.metadata,
                 },
             )
 

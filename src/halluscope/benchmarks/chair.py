@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.closed import ClosedDataError
+from halluscope.benchmarks.images import locate_image
 from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.metrics.chair_coco import (
     ChairVocabulary,
@@ -392,9 +393,9 @@ class Chair(Benchmark):
 
     def samples(self) -> Iterator[Sample]:
         for image_id in self.image_ids:
-            path = self.images / f"COCO_val2014_{int(image_id):012d}.jpg" if self.images else None
+            photo = locate_image(self.images, [f"COCO_val2014_{int(image_id):012d}.jpg"])
             yield Sample(id=image_id, benchmark=self.name, prompt=self.prompt, image_id=image_id,
-                         image_path=str(path) if path else None)
+                         image_path=photo.path, metadata=photo.metadata)
 
     def spec(self) -> dict[str, Any]:
         selection: dict[str, Any] = (

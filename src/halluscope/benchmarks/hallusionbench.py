@@ -49,7 +49,13 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.closed import ClosedDataError, check_prompt, download_files
-from halluscope.benchmarks.images import TEXT_ONLY, check_missing_policy, find_image, image_spec
+from halluscope.benchmarks.images import (
+    TEXT_ONLY,
+    ImageLookup,
+    check_missing_policy,
+    image_spec,
+    locate_image,
+)
 from halluscope.benchmarks.pope import PROMPTS
 from halluscope.cache import default_cache_dir
 from halluscope.jsonio import loads_json
@@ -189,12 +195,13 @@ class HallusionBench(Benchmark):
             filename = row.get("filename") or None
             text_only = str(row.get("visual_input", "")) == "0"
             question = str(row["question"])
+            photo = ImageLookup(None) if text_only or not filename else self._image(str(filename))
             yield Sample(
                 id=hallusion_id(row),
                 benchmark=self.name,
                 prompt=question if self.prompt == "question" else PROMPTS[self.prompt].format(question=question),
                 image_id=filename,
-                image_path=None if text_only or not filename else self._image_path(str(filename)),
+                image_path=photo.path,
                 reference=str(row.get("gt_answer_details") or label),
                 metadata={
                     **{k: str(row[k]) for k in _ID_FIELDS},
@@ -202,13 +209,14 @@ class HallusionBench(Benchmark):
                     "label": label,
                     "gt_answer_details": row.get("gt_answer_details"),
                     **({TEXT_ONLY: True} if text_only else {}),
+                    **photo.metadata,
                 },
             )
 
-    def _image_path(self, filename: str) -> str | None:
+    def _image(self, filename: str) -> ImageLookup:
         """The figure by the official layout: ``./VD/<subcategory>/<set>_<figure>.png`` under the folder."""
         relative = filename.removeprefix("./").lstrip("/")
-        return find_image(self.images, [relative], ["hallusion_bench"])
+        return locate_image(self.images, [relative], ("", "hallusion_bench"))
 
     def spec(self) -> dict[str, Any]:
         """The data and selection; the grader is the run's judge (``spec.json``'s ``judge``), except the one

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import check_missing_policy, image_spec
+from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.jsonio import loads_json
@@ -203,13 +203,8 @@ def normalise_type(value: Any) -> str | None:
     return _TYPE_OF.get(str(value).strip().lower()) if isinstance(value, str) else None
 
 
-def find_vg_image(images: Path, image_id: str) -> Path | None:
-    """A Visual Genome image by id: ``VG_100K/<id>.jpg``, ``VG_100K_2/<id>.jpg`` or ``<id>.jpg``."""
-    for folder in (images / "VG_100K", images / "VG_100K_2", images / "images", images):
-        candidate = folder / f"{image_id}.jpg"
-        if candidate.exists():
-            return candidate
-    return None
+#: Where a Visual Genome image ``<id>.jpg`` is looked for under the ``images`` folder.
+VG_PLACES = ("VG_100K", "VG_100K_2", "images", "")
 
 
 # -- answers in HQH's own layout -----------------------------------------------------------------------------
@@ -354,16 +349,17 @@ class HQH(Benchmark):
     def _sample(self, position: int, item: Mapping[str, Any]) -> Sample:
         problem = self._problem(item)
         image_id = str(item.get("image_id")) if item.get("image_id") is not None else None
-        image_path: Path | None = None
+        photo = ImageLookup(None)
         if image_id and self.images is not None:
             # Where it was looked for when it is not there: a run asking a model names the missing files.
-            image_path = find_vg_image(self.images, image_id) or self.images / f"{image_id}.jpg"
-        if image_path is None and image_id:
+            photo = locate_image(self.images, [f"{image_id}.jpg"], VG_PLACES)
+        elif image_id:
+            # The release's own layout, next to HQH.json: its ``image`` field (``./images/<id>.jpg``).
             official = item.get("image")
             relative = official if isinstance(official, str) else f"images/{image_id}.jpg"
-            image_path = self.path.parent / relative
+            photo = locate_image(self.path.parent, [relative])
         kind = normalise_type(item.get("type"))
-        metadata: dict[str, Any] = {"type": kind or str(item.get("type")), "position": position}
+        metadata: dict[str, Any] = {"type": kind or str(item.get("type")), "position": position, **photo.metadata}
         if problem:
             metadata["problem"] = problem
         return Sample(
@@ -371,7 +367,7 @@ class HQH(Benchmark):
             benchmark=self.name,
             prompt=str(item.get("instruction") or ""),
             image_id=image_id,
-            image_path=str(image_path) if image_path else None,
+            image_path=photo.path,
             reference=str(item["ground_truth"]) if item.get("ground_truth") is not None else None,
             metadata=metadata,
         )

@@ -8,28 +8,42 @@ run may go on without them is decided once, for every benchmark, where the model
 
 A few questions are text-only by design (HallusionBench's ``visual_input`` 0, asked without a figure): such
 a sample carries ``metadata[TEXT_ONLY] = True`` and no image is ever required for it.
+
+Benchmark files are data from elsewhere, and an item's image name is joined to a folder the user chose. A
+name such as ``../secret/photo.png``, an absolute path, or a link inside the folder that leads out of it
+would make halluscope open, send to a remote endpoint and embed in a report a file the user never offered.
+So every loader finds its images through :func:`locate_image`, which resolves the candidate (links too) and
+keeps only files inside the folder. An item whose image leads outside gets no ``image_path`` and carries
+the one-line reason in ``metadata[IMAGE_OUTSIDE]``: it is never opened, counted as found, or asked.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePath
 from typing import Any
 
 from halluscope.types import Sample
 
 __all__ = [
+    "IMAGE_OUTSIDE",
     "MISSING_IMAGES",
     "TEXT_ONLY",
+    "ImageLookup",
     "check_missing_policy",
-    "find_image",
     "image_spec",
+    "locate_image",
     "missing_images",
     "needs_image",
+    "outside_images",
 ]
 
 #: Sample metadata key: True on a question asked without an image by the benchmark's design.
 TEXT_ONLY = "text_only"
+#: Sample metadata key: why the item's image is refused (its path leads outside the images folder).
+IMAGE_OUTSIDE = "image_outside"
 #: What a run asking a model does with selected samples whose image is missing: ``refuse`` to start (the
 #: default), or ``fail`` them (recorded as failures, never asked) and go on with the rest.
 MISSING_IMAGES = ("refuse", "fail")
@@ -43,21 +57,95 @@ def check_missing_policy(value: Any) -> str:
     return text
 
 
-def find_image(folder: Path | None, names: Sequence[str], subfolders: Iterable[str] = ()) -> str | None:
-    """The first of ``names`` that exists in ``folder`` or one of its ``subfolders``.
+@dataclass(frozen=True)
+class ImageLookup:
+    """Where an item's image is: ``path`` (the file, or where it was expected when it is not there), or
+    ``outside`` (why the item's image name is refused; ``path`` is then None)."""
 
-    None when no folder is given; when nothing is found, the first place looked at (so that a report of
-    missing images names where the image was expected).
+    path: str | None
+    outside: str | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.path is not None and Path(self.path).is_file()
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """What the sample's metadata carries about a refused image (nothing when all is well)."""
+        return {IMAGE_OUTSIDE: self.outside} if self.outside else {}
+
+
+def locate_image(folder: Path | None, names: Sequence[str], places: Sequence[str] = ("",)) -> ImageLookup:
+    """The first of ``names`` that is a file inside ``folder``, looked for in each of ``places`` in turn
+    (sub-folders of ``folder``; ``""`` is the folder itself).
+
+    A candidate is kept only if, with links and ``..`` resolved, it stays inside ``folder``. When no file
+    is found and some candidate led outside, the lookup says so (an item naming ``../x.png`` is refused,
+    not reported missing); otherwise the path is the first name directly in the folder (so that a report of
+    missing images names where the image was expected). No folder, or no name: no path.
     """
     if folder is None or not names:
-        return None
-    places = [folder, *(folder / sub for sub in subfolders)]
+        return ImageLookup(None)
+    root = _real_dir(str(folder))
+    outside: str | None = None
     for place in places:
         for name in names:
-            candidate = place / name
-            if candidate.is_file():
-                return str(candidate)
-    return str(folder / names[0])
+            candidate = (folder / place / name) if place else folder / name
+            verdict, real = _check(candidate, name, root)
+            if verdict == "file":
+                return ImageLookup(str(candidate))
+            if verdict == "outside":
+                outside = outside or _outside_message(name, folder, real)
+    expected = folder / names[0]
+    if outside is None and "" not in places and _check(expected, names[0], root)[0] == "outside":
+        outside = _outside_message(names[0], folder, None)
+    return ImageLookup(None, outside) if outside else ImageLookup(str(expected))
+
+
+def _outside_message(name: str, folder: Path, real: Path | None) -> str:
+    to = f" (to {real})" if real is not None else ""
+    return (
+        f"its image {name!r} leads outside the images folder {folder}{to}; it is not opened or sent: "
+        "correct the item's image path, or put the photo inside the folder"
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_dir(path: str) -> Path | None:
+    """A folder with its links resolved, memoised: a benchmark looks in the same few folders for every item
+    (resolving each of 20,000 paths in full would cost a minute on a slow disk)."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):  # a link loop: nothing in it can be trusted
+        return None
+
+
+def _check(candidate: Path, name: str, root: Path | None) -> tuple[str, Path | None]:
+    """``file`` (a file inside ``root``), ``missing`` (no such file; nothing to open) or ``outside``, with
+    the resolved path where it was worked out.
+
+    A plain name is only resolved when the file is there (its folder from the memo, the file itself when it
+    is a link); a name with ``..`` or an absolute one is always resolved, so it is told apart from a missing
+    photo.
+    """
+    pure = PurePath(name)
+    suspicious = pure.is_absolute() or ".." in pure.parts
+    if not suspicious and not candidate.is_file():
+        return "missing", None
+    if root is None:
+        return "outside", None
+    real: Path | None
+    if suspicious or candidate.is_symlink():
+        try:
+            real = candidate.resolve()
+        except (OSError, RuntimeError):
+            return "outside", None
+    else:
+        parent = _real_dir(str(candidate.parent))
+        real = parent / candidate.name if parent is not None else None
+    if real is None or not real.is_relative_to(root):
+        return "outside", real
+    return ("file" if candidate.is_file() else "missing"), real
 
 
 def needs_image(sample: Sample) -> bool:
@@ -65,13 +153,27 @@ def needs_image(sample: Sample) -> bool:
     return not sample.metadata.get(TEXT_ONLY)
 
 
+def outside_images(samples: Iterable[Sample]) -> dict[str, str]:
+    """Sample id → the one line saying which image path leads outside the images folder, over the samples
+    that need an image."""
+    return {
+        s.id: f"item {s.id}: {s.metadata[IMAGE_OUTSIDE]}"
+        for s in samples
+        if needs_image(s) and s.metadata.get(IMAGE_OUTSIDE)
+    }
+
+
 def missing_images(samples: Iterable[Sample]) -> dict[str, str]:
-    """Sample id → why its image is missing (the path looked for, or that no images folder was given), over
-    the samples that need one; each distinct path is looked up once."""
+    """Sample id → why its image is missing (the path looked for, that no images folder was given, or that
+    its path leads outside the folder), over the samples that need one; each distinct path is looked up
+    once."""
     missing: dict[str, str] = {}
     exists: dict[str, bool] = {}
     for sample in samples:
         if not needs_image(sample):
+            continue
+        if sample.metadata.get(IMAGE_OUTSIDE):
+            missing[sample.id] = f"item {sample.id}: {sample.metadata[IMAGE_OUTSIDE]}"
             continue
         path = sample.image_path
         if path is None:
@@ -85,7 +187,8 @@ def missing_images(samples: Iterable[Sample]) -> dict[str, str]:
 
 
 def image_spec(folder: Path | None, samples: Iterable[Sample], policy: str = "refuse") -> dict[str, Any]:
-    """What spec.json records about images: the folder, and how many needed images were found.
+    """What spec.json records about images: the folder, and how many needed images were found (an image
+    whose path leads outside the folder is not; ``images_outside`` counts those).
 
     Only written when a folder is given, so a responses-file run (no images needed) keeps its spec.
     ``policy`` is the benchmark's ``missing_images`` option, recorded when not the default.
@@ -97,6 +200,9 @@ def image_spec(folder: Path | None, samples: Iterable[Sample], policy: str = "re
     text_only = len(selected) - needed
     found = needed - len(missing_images(selected))
     spec: dict[str, Any] = {"images": str(folder), "images_found": found, "images_needed": needed}
+    outside = len(outside_images(selected))
+    if outside:
+        spec["images_outside"] = outside
     if text_only:
         spec["text_only_samples"] = text_only
     if policy != "refuse":

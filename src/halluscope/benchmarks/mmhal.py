@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import check_missing_policy, find_image, image_spec
+from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.jsonio import loads_json
@@ -241,13 +241,12 @@ class MMHal(Benchmark):
     def records(self) -> list[Any]:
         return read_template(self.path)
 
-    def _image_path(self, record: dict[str, Any]) -> Path | None:
+    def _image(self, record: dict[str, Any]) -> ImageLookup:
         name = image_file_name(record)
         names = [name] if name else []
         if isinstance(record.get("image_id"), str):
             names.append(f"{record['image_id']}.jpg")
-        found = find_image(self.images, names)
-        return Path(found) if found else None
+        return locate_image(self.images, names)
 
     def _sample(self, position: int, record: Any) -> Sample:
         if not isinstance(record, dict):
@@ -264,7 +263,9 @@ class MMHal(Benchmark):
         }
         if missing:
             metadata["problem"] = f"MMHal-Bench item {position}: missing or empty field(s) {', '.join(missing)}"
-        image_path = self._image_path(record)
+        photo = self._image(record)
+        metadata.update(photo.metadata)
+        image_path = Path(photo.path) if photo.path else None
         if image_path is not None and not image_path.is_file():
             metadata["image_missing"] = str(image_path)
         return Sample(

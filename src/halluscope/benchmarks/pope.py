@@ -50,7 +50,7 @@ from halluscope.benchmarks.closed import (
     read_json_rows,
     yes_no_record,
 )
-from halluscope.benchmarks.images import check_missing_policy, find_image, image_spec
+from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
 from halluscope.cache import default_cache_dir
 from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.options import check_options
@@ -71,7 +71,7 @@ PROMPTS = {
     "yesno": "{question} Please answer yes or no.",
     "short": "{question}\nAnswer the question using a single word or phrase.",
 }
-_IMAGE_SUBFOLDERS = ("val2014", "coco", "gqa", "images", "VG_100K", "VG_100K_2")
+_IMAGE_PLACES = ("", "val2014", "coco", "gqa", "images", "VG_100K", "VG_100K_2")
 
 
 def pope_file_name(source: str, setting: str) -> str:
@@ -192,7 +192,7 @@ class Pope(Benchmark):
         self.images = Path(images) if images else None
         self.prompt = check_prompt(prompt, PROMPTS, "the POPE benchmark")
         self.missing_images = check_missing_policy(missing_images)
-        self._found: dict[str, str | None] = {}
+        self._found: dict[str, ImageLookup] = {}
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Pope:
@@ -251,12 +251,13 @@ class Pope(Benchmark):
         for (source, setting), rows in self.rows.items():
             for line, row in enumerate(rows):
                 image = str(row.get("image", ""))
+                photo = self._image(image)
                 yield Sample(
                     id=f"{source}-{setting}-{row['question_id']}",
                     benchmark=self.name,
                     prompt=_ask(template, str(row["text"])),
                     image_id=Path(image).stem or None,
-                    image_path=self._image_path(image),
+                    image_path=photo.path,
                     reference=str(row["label"]).lower(),
                     metadata={
                         "source": source,
@@ -266,15 +267,16 @@ class Pope(Benchmark):
                         "label": str(row["label"]).lower(),
                         "line": line,
                         "image": image,
+                        **photo.metadata,
                     },
                 )
 
-    def _image_path(self, image: str) -> str | None:
+    def _image(self, image: str) -> ImageLookup:
         """Where the item's photo is (memoised: 3,000 questions of a set share 500 photos)."""
         if self.images is None or not image:
-            return None
+            return ImageLookup(None)
         if image not in self._found:
-            self._found[image] = find_image(self.images, image_names(image), _IMAGE_SUBFOLDERS)
+            self._found[image] = locate_image(self.images, image_names(image), _IMAGE_PLACES)
         return self._found[image]
 
     def spec(self) -> dict[str, Any]:

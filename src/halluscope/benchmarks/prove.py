@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import check_missing_policy, image_spec
+from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
 from halluscope.claims.dsg import TUPLE_EXTRACTORS, TupleExtractor
 from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.judges.prove import ProveItem, ProveResult, ProveScorer
@@ -379,20 +379,16 @@ class Prove(Benchmark):
         self._graphs[image_id] = result
         return result
 
-    def image_path(self, row: ProveRow) -> str | None:
+    def image(self, row: ProveRow) -> ImageLookup:
+        """The row's image: in ``images``, else ``images/`` next to the data, else the data's folder; each
+        folder keeps its files inside it. When it is nowhere, what the first folder said (where it was
+        expected, or that the name leads outside)."""
         if not row.image:
-            return None
-        candidate = Path(row.image)
-        folders = [self.images] if self.images is not None else []
+            return ImageLookup(None)
         base = self.path if self.path.is_dir() else self.path.parent
-        folders += [base / "images", base]
-        if candidate.is_absolute():
-            return str(candidate)
-        for folder in folders:
-            if folder is not None and (folder / candidate).is_file():
-                return str((folder / candidate).resolve())
-        first = folders[0]
-        return str((first / candidate).resolve()) if first is not None else None
+        folders = [self.images] if self.images is not None else []
+        lookups = [locate_image(folder, [row.image]) for folder in [*folders, base / "images", base]]
+        return next((lookup for lookup in lookups if lookup.found), lookups[0])
 
     def spec(self) -> dict[str, Any]:
         return {
@@ -417,18 +413,20 @@ class Prove(Benchmark):
         for count, row in enumerate(self.rows):
             if self.limit is not None and count >= self.limit:
                 return
+            photo = self.image(row)
             yield Sample(
                 id=row.id,
                 benchmark=self.name,
                 prompt=row.question,
                 image_id=row.image_id,
-                image_path=self.image_path(row),
+                image_path=photo.path,
                 reference=row.answer,
                 metadata={
                     "question_index": row.index,
                     "question_type": question_type(row.question),
                     "qa_diff_tuples": row.qa_diff_tuples,
                     **({"load_error": row.error} if row.error else {}),
+                    **photo.metadata,
                 },
             )
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import check_missing_policy, image_spec
+from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.gcpause import gc_paused
@@ -70,10 +70,10 @@ __all__ = [
     "OFFICIAL_FILES",
     "OFFICIAL_TYPES",
     "TASKS",
+    "VG_PLACES",
     "Reefknot",
     "ReefknotDataError",
     "download_reefknot",
-    "find_vg_image",
     "is_reefknot_jsonl",
     "load_reefknot_responses",
     "parse_prompt",
@@ -221,13 +221,8 @@ def parse_prompt(task: str, prompt: str) -> dict[str, Any]:
     return info
 
 
-def find_vg_image(images: Path, image_id: str) -> Path | None:
-    """A Visual Genome image by id: ``VG_100K/<id>.jpg``, ``VG_100K_2/<id>.jpg`` or ``<id>.jpg``."""
-    for folder in (images / "VG_100K", images / "VG_100K_2", images):
-        candidate = folder / f"{image_id}.jpg"
-        if candidate.exists():
-            return candidate
-    return None
+#: Where a Visual Genome image ``<id>.jpg`` is looked for under the images folder (the release's two parts).
+VG_PLACES = ("VG_100K", "VG_100K_2", "")
 
 
 # -- the benchmark -------------------------------------------------------------------------------------------
@@ -388,16 +383,15 @@ class Reefknot(Benchmark):
             metadata["role"] = "positive" if label.lower() == "yes" else "negative"
         elif task == "mcq":
             metadata["answer_text"] = info.get("options", {}).get(label)
-        image_path: Path | None = None
-        if self.images is not None:
-            # Where it was looked for when it is not there: a run asking a model names the missing files.
-            image_path = find_vg_image(self.images, image_id) or self.images / f"{image_id}.jpg"
+        # Where it was looked for when it is not there: a run asking a model names the missing files.
+        photo = locate_image(self.images, [f"{image_id}.jpg"], VG_PLACES) if image_id else ImageLookup(None)
+        metadata.update(photo.metadata)
         return Sample(
             id=f"{task}-{line}",
             benchmark=self.name,
             prompt=prompt,
             image_id=image_id,
-            image_path=str(image_path) if image_path else None,
+            image_path=photo.path,
             reference=label,
             metadata=metadata,
         )

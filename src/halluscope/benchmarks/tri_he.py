@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import check_missing_policy, image_spec
+from halluscope.benchmarks.images import check_missing_policy, image_spec, locate_image
 from halluscope.benchmarks.triplets import score_open_answers
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
@@ -168,14 +168,19 @@ class TriHE(Benchmark):
                 if self.limit is not None and count >= self.limit:
                     return
                 count += 1
+                photo = locate_image(self.images_dir, [f"{image_id}.jpg"])
                 yield Sample(
                     id=f"{image_id}-{index}",
                     benchmark=self.name,
                     prompt=instance["question"],
                     image_id=image_id,
-                    image_path=str(self.images_dir / f"{image_id}.jpg"),
+                    image_path=photo.path,
                     reference=instance.get("answer"),
-                    metadata={"question_index": index, "gt_triplets": list(instance.get("triplet", []))},
+                    metadata={
+                        "question_index": index,
+                        "gt_triplets": list(instance.get("triplet", [])),
+                        **photo.metadata,
+                    },
                 )
 
     def scene(self, sample: Sample) -> SceneGraph | None:

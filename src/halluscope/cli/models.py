@@ -25,7 +25,7 @@ class BackendInfo:
 BACKENDS: dict[str, BackendInfo] = {
     "openai": BackendInfo(
         "any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, Ollama, llama.cpp); images as base64 "
-        "data URLs shrunk to max_side",
+        "data URLs, each file's own bytes (max_side=N shrinks them)",
         "an endpoint (--base-url or $HALLUSCOPE_BASE_URL / $OPENAI_BASE_URL; default api.openai.com) and, "
         "where it checks one, a key in $HALLUSCOPE_API_KEY / $OPENAI_API_KEY or api_key_env=VAR",
         "openai/gpt-4o   openai/qwen2-vl?base_url=http://localhost:8000/v1&max_side=512",

@@ -50,7 +50,8 @@ class RespondFlags:
         ),
     ] = None
     max_side: Annotated[
-        int | None, typer.Option(help="Longest image side sent to remote models, in pixels.")
+        int | None,
+        typer.Option(help="Longest image side sent to remote models, in pixels (default: each image as stored)."),
     ] = None
     max_tokens: Annotated[int, typer.Option(help="Longest answer, in tokens.")] = 512
     temperature: Annotated[float, typer.Option(help="Sampling temperature (0: greedy).")] = 0.0
@@ -167,7 +168,7 @@ def _show_answered(flags: RespondFlags, bench: Any, answers: dict[str, Any]) -> 
     no_image = _missing_images(out)
     if no_image:
         err.print(
-            f"[yellow]{no_image} not asked: their image is missing (missing_images=fail); listed in "
+            f"[yellow]{no_image} not asked: their image is missing or outside the images folder; listed in "
             f"{out / RESPOND_ERRORS_FILE}[/yellow]"
         )
         failed -= no_image

@@ -1,7 +1,8 @@
 """The ``openai`` backend: any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, Ollama, llama.cpp).
 
-Images go inline as base64 ``data:`` URLs, shrunk so their longer side is at most ``max_side`` pixels:
-remote servers cannot read local paths, and full-size photos cost bandwidth and tokens for no gain.
+Images go inline as base64 ``data:`` URLs (remote servers cannot read local paths), as the benchmark holds
+them: the file's own bytes, unless ``max_side`` asks for smaller images or ``image_format`` for another
+format (see :mod:`halluscope.models.images`).
 Requests go through the shared :class:`~halluscope.llm.ChatClient`, so concurrency limits, bounded
 retries and the content-addressed cache are the same as for every other LLM call in halluscope.
 
@@ -21,7 +22,7 @@ from typing import Any, ClassVar
 from halluscope.cache import Cache
 from halluscope.llm import ChatClient, ChatResult, LLMBadRequestError, LLMEmptyReplyError
 from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Model, TokenStep
-from halluscope.models.images import DEFAULT_MAX_SIDE, image_part
+from halluscope.models.images import AUTO, check_image_format, image_part, sending_mode
 
 
 class OpenAIModel(Model):
@@ -39,15 +40,16 @@ class OpenAIModel(Model):
         name: str,
         *,
         client: ChatClient,
-        max_side: int | None = DEFAULT_MAX_SIDE,
-        image_format: str = "jpeg",
+        max_side: int | None = None,
+        image_format: str = AUTO,
         text_only: bool = False,
         system_prompt: str | None = None,
     ) -> None:
         self.name = name
         self.client = client
-        self.max_side = max_side
-        self.image_format = image_format
+        self.max_side = max_side if max_side and max_side > 0 else None
+        self.image_format = image_format.lower()
+        check_image_format(self.image_format)
         self.text_only = text_only
         self.system_prompt = system_prompt
         #: Set when the server refused log-probabilities asked for only to read answer options.
@@ -64,8 +66,8 @@ class OpenAIModel(Model):
         concurrency: int = 4,
         timeout_s: float = 120.0,
         max_retries: int = 4,
-        max_side: int | None = DEFAULT_MAX_SIDE,
-        image_format: str = "jpeg",
+        max_side: int | None = None,
+        image_format: str = AUTO,
         text_only: bool = False,
         system_prompt: str | None = None,
     ) -> OpenAIModel:
@@ -101,8 +103,7 @@ class OpenAIModel(Model):
         return {
             "provider": self.provider,
             **self.client.identity(),
-            "max_side": self.max_side,
-            "image_format": self.image_format,
+            **sending_mode(self.max_side, self.image_format),
             "text_only": self.text_only,
             "system_prompt": self.system_prompt,
         }

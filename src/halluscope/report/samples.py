@@ -39,9 +39,10 @@ def collect_samples(
         if view.note:
             run.notes.append(view.note)
         scene_cache: dict[str, str | None] = {}
+        roots = _image_roots(run)
         for record in run.records:
             sample = view.samples.get(str(record.get("id")))
-            image_path = _find_image(record, sample, run)
+            image_path = _find_image(record, sample, run, roots)
             image_key = thumbnails.key_for(image_path) if image_path else None
             scene_key = None
             if sample is not None and view.scene_of is not None:
@@ -177,7 +178,29 @@ def _image_dirs(spec: Mapping[str, Any]) -> list[Path]:
     return folders
 
 
-def _find_image(record: Mapping[str, Any], sample: Any, run: ReportRun) -> Path | None:
+def _image_roots(run: ReportRun) -> list[Path]:
+    """The only folders the report takes images from (resolved): the run's images folder, the benchmark
+    data's folder and its ``images/``, and the run directory. A path a record or a data file names elsewhere
+    (``../x``, an absolute path, a link leading out) is never embedded: the report is a file people pass
+    around, and an item's image name comes from data made by others."""
+    nested = run.spec.get("benchmark") if isinstance(run.spec.get("benchmark"), dict) else {}
+    folders = _image_dirs(run.spec)
+    for data in (nested.get("data") if isinstance(nested, dict) else None, run.spec.get("data")):
+        if data:
+            path = Path(str(data))
+            folders.append(path.parent if path.suffix else path)
+    folders.append(run.directory)
+    return [r for r in (_resolved(f) for f in folders) if r is not None]
+
+
+def _resolved(path: Path) -> Path | None:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a link loop: nothing to take from there
+        return None
+
+
+def _find_image(record: Mapping[str, Any], sample: Any, run: ReportRun, roots: Sequence[Path]) -> Path | None:
     raw_metadata = record.get("metadata")
     metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
     candidates: list[Any] = [
@@ -195,8 +218,9 @@ def _find_image(record: Mapping[str, Any], sample: Any, run: ReportRun) -> Path 
             continue
         path = Path(str(candidate))
         for option in (path, run.directory / path):
-            if option.is_file():
-                return option.resolve()
+            resolved = _resolved(option) if option.is_file() else None
+            if resolved is not None and any(resolved.is_relative_to(root) for root in roots):
+                return resolved
     return None
 
 

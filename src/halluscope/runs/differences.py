@@ -9,7 +9,7 @@ from typing import Any
 
 #: Benchmark spec fields that count what is on disk (images found) rather than say what was asked for: a
 #: photo added since the last run, or a run made before they were recorded, does not make it another run.
-COUNTED_FIELDS = ("images_found", "images_needed", "text_only_samples")
+COUNTED_FIELDS = ("images_found", "images_needed", "images_outside", "text_only_samples")
 
 
 def upgraded_spec(spec: dict[str, Any]) -> dict[str, Any]:

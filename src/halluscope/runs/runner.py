@@ -45,6 +45,7 @@ from halluscope.runs.differences import (
     upgraded_spec,
     without_counts,
 )
+from halluscope.runs.images import name_refused_images
 from halluscope.runs.interrupt import run_async
 from halluscope.runs.lock import run_dir_lock, run_dir_writes
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
@@ -321,6 +322,7 @@ async def _score_pending(
             chunk = pending[position : position + size]
             started = time.monotonic()
             records = await benchmark.score_many([(s, responses.get(s.id)) for s in chunk], ctx)
+            name_refused_images(records, chunk)
             settle_failures(records, model_failures)
             writer.write(records)
             progress.advance(len(chunk))
