@@ -32,6 +32,7 @@ from halluscope.judges import JUDGES
 from halluscope.models.spec import create_model
 from halluscope.runs.respond import collect_responses
 from halluscope.runs.runner import run_benchmark_async
+from halluscope.runs.selection import first_samples
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HALLUSCOPE_SHARED", REPO.parent / "shared"))
@@ -52,7 +53,7 @@ def endpoint(base_url: str | None, model: str | None) -> Iterator[tuple[str, str
 
 async def collect(args: argparse.Namespace, base_url: str, model_name: str) -> dict[str, dict[str, Any]]:
     """Phase 1: both baselines answer (resumable and cached; nothing is asked twice)."""
-    bench = BENCHMARKS.create("tri-he", data=args.data, limit=args.questions)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=args.data), args.questions)
     cache = Cache(args.cache or args.out / "cache.sqlite")
     collected: dict[str, dict[str, Any]] = {}
     for baseline in BASELINES:
@@ -77,7 +78,7 @@ async def collect(args: argparse.Namespace, base_url: str, model_name: str) -> d
 
 async def judge(args: argparse.Namespace, collected: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Phase 2: the offline pipeline scores each baseline's answers into its run directory."""
-    bench = BENCHMARKS.create("tri-he", data=args.data, limit=args.questions)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=args.data), args.questions)
     cache = Cache(args.cache or args.out / "cache.sqlite")
     ctx = ScoringContext(
         cache=cache,

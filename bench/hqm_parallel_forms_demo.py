@@ -30,6 +30,7 @@ def main() -> None:
     from halluscope.cache import Cache
     from halluscope.calibration.simulate import run_population
     from halluscope.quality.assess import assess
+    from halluscope.runs.selection import first_samples
     from halluscope.stages import ScoringContext
 
     rng = random.Random(0)
@@ -42,7 +43,7 @@ def main() -> None:
         asyncio.run(build_parallel("reefknot", args.data, root / "parallel-data", tasks=["yesno"]))
         for label, data, who in (("original", args.data, frozenset()), ("honest", root / "parallel-data", frozenset()),
                                  ("blind", root / "parallel-data", blind)):
-            bench = Reefknot(data, tasks=["yesno"], limit=args.items)
+            bench = first_samples(Reefknot(data, tasks=["yesno"]), args.items)
             # The parallel form keeps the line numbers, hence the ids: another sampling seed keeps its answers
             # independent of the original's (else the two would share their noise).
             seed = 1 if label == "original" else 2

@@ -46,6 +46,7 @@ def main() -> int:
     from halluscope.cache import Cache
     from halluscope.calibration.simulate import predicted_reliability, run_population
     from halluscope.quality.assess import assess
+    from halluscope.runs.selection import first_samples
     from halluscope.stages import ScoringContext
 
     ctx = ScoringContext(cache=Cache(None))
@@ -56,7 +57,7 @@ def main() -> int:
     print(f"{'N':>5} {'measured r':>11} {'predicted':>10} {'diff':>7} {'s.e.':>6} {'CI holds':>9} "
           f"{'mean CI width':>14}")
     for n_items in [int(x) for x in args.items.split(",")]:
-        bench = Reefknot(args.data, tasks=["yesno"], limit=n_items)
+        bench = first_samples(Reefknot(args.data, tasks=["yesno"]), n_items)
         measured, predicted, covered, widths = [], [], 0, []
         started = time.perf_counter()
         for replicate in range(args.replicates):

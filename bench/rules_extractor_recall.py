@@ -25,6 +25,7 @@ from halluscope.claims import EXTRACTORS
 from halluscope.claims.rules import RulesExtractor
 from halluscope.judges import JUDGES
 from halluscope.runs.runner import run_benchmark
+from halluscope.runs.selection import first_samples
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HALLUSCOPE_SHARED", REPO.parent / "shared"))
@@ -37,7 +38,7 @@ def main() -> None:
     parser.add_argument("--judges", default="typed,similarity")
     args = parser.parse_args()
 
-    bench = TriHE(args.data, limit=args.limit)
+    bench = first_samples(TriHE(args.data), args.limit)
     answers = [s.reference or "" for s in bench.samples()]
     extractor = EXTRACTORS.create("rules")
     assert isinstance(extractor, RulesExtractor)

@@ -21,6 +21,7 @@ from halluscope.cache import Cache
 from halluscope.claims import EXTRACTORS
 from halluscope.judges import JUDGES
 from halluscope.runs.runner import run_benchmark
+from halluscope.runs.selection import first_samples
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HALLUSCOPE_SHARED", REPO.parent / "shared"))
@@ -34,7 +35,7 @@ def main() -> None:
     parser.add_argument("--judge", default="similarity")
     args = parser.parse_args()
 
-    bench = TriHE(args.data, limit=args.limit)
+    bench = first_samples(TriHE(args.data), args.limit)
     with tempfile.TemporaryDirectory() as tmp:
         cache = Cache(Path(tmp) / "cache.sqlite")
         ctx = ScoringContext(

@@ -14,6 +14,7 @@ from halluscope.benchmarks import ScoringContext
 from halluscope.benchmarks.amber import Amber, amber_paper_rule, judge_description
 from halluscope.cache import Cache
 from halluscope.metrics.amber import amber_discriminative_paper
+from halluscope.runs.selection import first_samples
 from halluscope.types import Response
 from tests.paths import AMBER_DIR as AMBER_FULL
 from tests.paths import AMBER_EXCERPT as AMBER_DIR
@@ -141,7 +142,7 @@ def test_generative_rules_equal_the_official_loop_on_every_item(data: Path) -> N
 
 
 def test_descriptions_are_scored_end_to_end_with_real_nouns(tmp_path: Path) -> None:
-    bench = Amber(AMBER_DIR, types=["generative"], limit=2, word_similarity="exact")
+    bench = first_samples(Amber(AMBER_DIR, types=["generative"], word_similarity="exact"), 2)
     first, second = list(bench.samples())
     truth = first.metadata["truth"]
     text = f"A photo of a {truth[0]} and some {truth[1]}s, with a dog."
@@ -156,7 +157,7 @@ def test_descriptions_are_scored_end_to_end_with_real_nouns(tmp_path: Path) -> N
 
 
 def test_selection_ids_and_bad_data(tmp_path: Path) -> None:
-    bench = Amber(AMBER_DIR, types=["existence"], limit=3)
+    bench = first_samples(Amber(AMBER_DIR, types=["existence"]), 3)
     ids = [s.id for s in bench.samples()]
     assert len(ids) == 3 and all(s.metadata["type"] == "discriminative-hallucination" for s in bench.samples())
     with pytest.raises(ValueError, match="unknown AMBER types"):
@@ -176,7 +177,7 @@ def _run(tmp_path: Path, responses: Path, *extra: str) -> Any:
 
 
 def test_own_layout_duplicates_and_bad_json_are_named_with_file_and_line(tmp_path: Path) -> None:
-    ids = [s.id for s in Amber(AMBER_DIR, types=["existence"], limit=2).samples()]
+    ids = [s.id for s in first_samples(Amber(AMBER_DIR, types=["existence"]), 2).samples()]
     answers = tmp_path / "answers.json"
     answers.write_text(
         "[\n"
@@ -200,7 +201,7 @@ def test_own_layout_duplicates_and_bad_json_are_named_with_file_and_line(tmp_pat
 
 
 def test_spec_names_the_tagger_that_ran(tmp_path: Path) -> None:
-    first = next(iter(Amber(AMBER_DIR, types=["generative"], limit=1).samples()))
+    first = next(iter(first_samples(Amber(AMBER_DIR, types=["generative"]), 1).samples()))
     answers = tmp_path / "answers.jsonl"
     answers.write_text(json.dumps({"id": first.id, "response": "A dog on a rug."}) + "\n")
     result = _run(tmp_path, answers, "--bench-opt", "types=generative", "--bench-opt", "word_similarity=exact",

@@ -42,6 +42,7 @@ from halluscope.llm.client import ChatClient, LLMRetriesExhaustedError, served_m
 from halluscope.models.base import ChatTurn, GenerateRequest
 from halluscope.models.spec import create_model
 from halluscope.responses import write_responses
+from halluscope.runs.selection import first_samples
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, JudgeItem
 from halluscope.types import Claim, Response
@@ -211,7 +212,7 @@ async def test_an_empty_reply_is_an_error_of_the_model_and_not_cached(tmp_path: 
 
 
 def _tri_he_answers(tmp_path: Path, n: int = 3) -> Path:
-    samples = list(TriHE(tri_he_layout(), limit=n).samples())
+    samples = list(first_samples(TriHE(tri_he_layout()), n).samples())
     claims = [Claim.of(("man", "using", "laptop"))]
     return write_responses(
         tmp_path / "answers.jsonl", [Response(id=s.id, response="A man uses a laptop.", claims=claims) for s in samples]

@@ -27,6 +27,7 @@ from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
 from halluscope.cache import Cache
 from halluscope.responses import write_responses
 from halluscope.runs.runner import NothingMeasuredError, run_benchmark
+from halluscope.runs.selection import first_samples
 from halluscope.stages import ScoringContext
 from tests.layouts import tri_he_layout
 from tests.scripted_server import Reply, ScriptedServer, completion
@@ -35,7 +36,7 @@ N = 3
 
 
 def answers_file(tmp_path: Path, n: int = N) -> Path:
-    bench = TriHE(tri_he_layout(), limit=n)
+    bench = first_samples(TriHE(tri_he_layout()), n)
     return write_responses(tmp_path / "answers.jsonl", ground_truth_responses(bench, with_claims=True))
 
 
@@ -166,7 +167,7 @@ def test_two_threads_of_one_process_on_one_out_are_refused_too(tmp_path: Path) -
 
 
 def test_a_tri_he_run_that_scored_no_sample_fails_naming_the_failures(tmp_path: Path) -> None:
-    bench = TriHE(tri_he_layout(), limit=N)
+    bench = first_samples(TriHE(tri_he_layout()), N)
     with pytest.raises(NothingMeasuredError) as caught:
         run_benchmark(bench, {}, ScoringContext(cache=Cache(None)), tmp_path / "run", show_progress=False)
     message = str(caught.value)
@@ -181,7 +182,7 @@ def test_a_pope_run_whose_answers_all_failed_fails(tmp_path: Path) -> None:
     from halluscope.benchmarks.pope import Pope
     from tests.paths import POPE_EXCERPT
 
-    bench = Pope(POPE_EXCERPT, sources=["coco"], settings=["random"], limit=4)
+    bench = first_samples(Pope(POPE_EXCERPT, sources=["coco"], settings=["random"]), 4)
     with pytest.raises(NothingMeasuredError, match=r"none of the 4 samples was scored \(4 failed in their inputs"):
         run_benchmark(bench, {}, ScoringContext(cache=Cache(None)), tmp_path / "run", show_progress=False)
 

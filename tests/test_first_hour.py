@@ -101,10 +101,10 @@ def test_report_table_is_readable_in_80_columns(tmp_path: Path) -> None:
 @pytest.mark.full_data
 @pytest.mark.parametrize("tasks", ["mcq", "mcq,vqa", ["mcq"]])
 def test_reefknot_tasks_as_a_string_are_a_comma_list(tasks: str | list[str]) -> None:
-    bench = Reefknot(data=REEFKNOT_DIR, tasks=tasks, relation_types="cognitive", limit=6)
+    bench = Reefknot(data=REEFKNOT_DIR, tasks=tasks, relation_types="cognitive")
     chosen = list(bench.samples())
     expected = {"mcq"} if tasks != "mcq,vqa" else {"mcq", "vqa"}
     assert {s.metadata["task"] for s in chosen} == expected
     assert {s.metadata["relation_type"] for s in chosen} == {"cognitive"}
-    through_registry = BENCHMARKS.create("reefknot", data=REEFKNOT_DIR, tasks=tasks, limit=6)
+    through_registry = BENCHMARKS.create("reefknot", data=REEFKNOT_DIR, tasks=tasks)
     assert {s.metadata["task"] for s in through_registry.samples()} == expected

@@ -14,6 +14,7 @@ from halluscope.cache import Cache
 from halluscope.judges.hallusionbench import HallusionGrade, HallusionItem, LLMGrader, correctness_from_reply
 from halluscope.metrics.hallusionbench import hallusion_scores
 from halluscope.runs.runner import run_benchmark
+from halluscope.runs.selection import first_samples
 from halluscope.stages import Failure
 from halluscope.types import Response
 from tests.paths import HALLUSIONBENCH_DIR, HALLUSIONBENCH_EXCERPT
@@ -90,7 +91,7 @@ def test_result_sample_is_read_and_scored(tmp_path: Path, data: Path, answered: 
 
 
 def test_parser_codes_refusals_as_unclear() -> None:
-    bench = HallusionBench(HB_DIR, limit=3)
+    bench = first_samples(HallusionBench(HB_DIR), 3)
     samples = list(bench.samples())
     label = samples[0].metadata["label"]
     wrong = "no" if label == "yes" else "yes"
@@ -134,7 +135,7 @@ def test_garbled_grader_replies_are_unjudged_and_asked_again(tmp_path: Path) -> 
     fails on the judge's share), are not cached, and the next run asks again."""
     from halluscope.runs.runner import StageFailureError
 
-    bench = HallusionBench(HB_DIR, categories=["VS"], limit=4)
+    bench = first_samples(HallusionBench(HB_DIR, categories=["VS"]), 4)
     samples = list(bench.samples())
     assert {s.metadata["figure_id"] for s in samples} == {"0"}
     answers = {s.id: Response(id=s.id, response=f"answer {i}") for i, s in enumerate(samples)}

@@ -23,6 +23,7 @@ from halluscope.judges.hqh import HQHItem
 from halluscope.judges.hqh_rules import HQHRulesJudge, judge_answer, parse_numbers
 from halluscope.metrics.hqh import hqh_metrics
 from halluscope.responses import ResponsesError
+from halluscope.runs.selection import first_samples
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import ScoringContext
 from halluscope.types import Response, SampleRecord
@@ -67,7 +68,7 @@ def test_region_parser_handles_line_breaks_inside_a_description() -> None:
 
 @pytest.mark.full_data
 def test_selection_by_type_and_limit() -> None:
-    bench = BENCHMARKS.create("hqh", data=HQH_DIR, types="counting,ocr", limit=5)
+    bench = first_samples(BENCHMARKS.create("hqh", data=HQH_DIR, types="counting,ocr"), 5)
     samples = list(bench.samples())
     assert len(samples) == 5 and {s.metadata["type"] for s in samples} <= {"count", "OCR"}
     with pytest.raises(ValueError, match="unknown type 'colour'"):

@@ -24,6 +24,7 @@ from halluscope.api import EvaluationError, evaluate
 from halluscope.benchmarks import BENCHMARKS
 from halluscope.cli.main import app
 from halluscope.models.images import decode_data_url
+from halluscope.runs.selection import first_samples
 from tests import tiny_vlms
 from tests.paths import (
     AMBER_EXCERPT,
@@ -265,7 +266,8 @@ def test_hallusionbench_figures_by_the_official_layout(tmp_path: Path, cli: CliR
 
 
 def test_amber_images_from_its_image_folder(tmp_path: Path, cli: CliRunner) -> None:
-    bench = BENCHMARKS.create("amber", data=AMBER_EXCERPT, types="generative,existence", limit=3)
+    # The excerpt's 20 descriptions come first, then 5 of its yes/no existence questions.
+    bench = first_samples(BENCHMARKS.create("amber", data=AMBER_EXCERPT, types="generative,existence"), 25)
     samples = list(bench.samples())
     queries = {q["id"]: q["image"] for q in json.loads((AMBER_EXCERPT / "query" / "query_all.json").read_text())}
     names = [queries[int(s.id)] for s in samples]
@@ -274,11 +276,11 @@ def test_amber_images_from_its_image_folder(tmp_path: Path, cli: CliRunner) -> N
     with ScriptedServer(responder=server) as endpoint:
         out = tmp_path / "answers"
         args = ["respond", "-b", "amber", "--data", str(AMBER_EXCERPT), "--bench-opt", "types=generative,existence",
-                "--bench-opt", "limit=3", "--bench-opt", f"images={tmp_path / 'amber-images'}",
+                "--limit", "25", "--bench-opt", f"images={tmp_path / 'amber-images'}",
                 "-m", f"openai/vlm?base_url={endpoint.base_url}", "--out", str(out), "--no-cache", "-q"]  # fmt: skip
         result = cli.invoke(app, args)
         assert result.exit_code == 0, result.output
-        assert len(endpoint.chat_requests()) == len(samples) == 6
+        assert len(endpoint.chat_requests()) == len(samples) == 25
     answers = {r["id"]: _answered_photo(r) for r in _lines(out / "responses.jsonl")}
     assert answers == {s.id: queries[int(s.id)] for s in samples}
     assert "Describe this image." in {s["question"] for s in server.seen}
@@ -485,7 +487,7 @@ def test_hf_cache_key_holds_the_image_content(tmp_path: Path) -> None:
 def test_a_run_made_before_images_were_counted_still_resumes(tmp_path: Path, cli: CliRunner) -> None:
     from tests.layouts import tri_he_layout
 
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=3)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 3)
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps({"id": s.id, "response": "A cat on a mat."}) + "\n" for s in bench.samples()))
     out = tmp_path / "run"

@@ -13,6 +13,7 @@ from halluscope.benchmarks.hallusionbench import HallusionBench
 from halluscope.benchmarks.pope import Pope
 from halluscope.importers import detect_external
 from halluscope.responses import ResponsesError
+from halluscope.runs.selection import first_samples
 from tests.paths import AMBER_EXCERPT, HALLUSIONBENCH_EXCERPT, POPE_EXCERPT, TRI_HE_JSON
 
 POPE_DIR = POPE_EXCERPT
@@ -107,7 +108,7 @@ def test_vlmevalkit_hallusionbench_ids_survive_spreadsheet_numbers(tmp_path: Pat
 
 
 def test_generic_id_matching_and_nothing_matching(tmp_path: Path) -> None:
-    bench = Amber(AMBER_EXCERPT, types=["existence"], limit=2)
+    bench = first_samples(Amber(AMBER_EXCERPT, types=["existence"]), 2)
     samples = list(bench.samples())
     ids = [s.id for s in samples]
     path = tmp_path / "amber.csv"
@@ -139,7 +140,7 @@ def test_generic_id_is_refused_when_the_question_is_another(tmp_path: Path) -> N
 def test_any_benchmark_reads_harness_files_by_id_field(tmp_path: Path) -> None:
     from halluscope.benchmarks.tri_he import TriHE
 
-    bench = TriHE(TRI_HE_JSON, limit=2)
+    bench = first_samples(TriHE(TRI_HE_JSON), 2)
     ids = [s.id for s in bench.samples()]
     path = tmp_path / "samples.jsonl"
     question = next(bench.samples()).prompt

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from halluscope.benchmarks.hallusionbench import HallusionBench
+from halluscope.runs.selection import first_samples
 from tests.paths import HALLUSIONBENCH_EXCERPT
 from tests.scripted_server import ScriptedServer, completion
 
@@ -35,7 +36,7 @@ def said(result: Any) -> str:
 
 def answers_file(tmp_path: Path) -> Path:
     """Four VS answers: "Yes" to the first two, "No" to the others."""
-    samples = list(HallusionBench(HALLUSIONBENCH_EXCERPT, categories=["VS"], limit=4).samples())
+    samples = list(first_samples(HallusionBench(HALLUSIONBENCH_EXCERPT, categories=["VS"]), 4).samples())
     path = tmp_path / "answers.jsonl"
     path.write_text("".join(
         json.dumps({"id": s.id, "response": "Yes." if i < 2 else "No."}) + "\n" for i, s in enumerate(samples)

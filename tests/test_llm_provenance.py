@@ -19,6 +19,7 @@ from halluscope.benchmarks.tri_he import TriHE
 from halluscope.cache import content_key
 from halluscope.llm.client import ChatClient, _hash_inline_data
 from halluscope.responses import write_responses
+from halluscope.runs.selection import first_samples
 from halluscope.types import Response
 from tests.layouts import tri_he_layout
 
@@ -34,7 +35,7 @@ def no_model_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def run(tmp_path: Path, base_url: str, *extra: str) -> Any:
     from halluscope.cli.main import app
 
-    bench = TriHE(tri_he_layout(), limit=1)
+    bench = first_samples(TriHE(tri_he_layout()), 1)
     (sample,) = bench.samples()
     responses = write_responses(
         tmp_path / "answers.jsonl", [Response(id=sample.id, response="A man is using a laptop.")]

@@ -14,6 +14,7 @@ from halluscope.cache import Cache
 from halluscope.mitigation.eyes_closed import EyesClosedModel
 from halluscope.models.spec import create_model
 from halluscope.runs.respond import RESPONSES_FILE, build_request, collect_responses
+from halluscope.runs.selection import first_samples
 from tests.layouts import tri_he_layout
 from tests.scripted_server import Reply, ScriptedServer, completion
 
@@ -30,7 +31,7 @@ def _two_step_server(seen: list[Any]) -> ScriptedServer:
 
 
 async def test_describe_with_image_then_answer_without() -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=1)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 1)
     sample = next(bench.samples())
     seen: list[Any] = []
     with _two_step_server(seen) as server:
@@ -60,7 +61,7 @@ async def test_describe_with_image_then_answer_without() -> None:
 
 
 async def test_general_description_asks_for_a_plain_description() -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=1)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 1)
     seen: list[Any] = []
     with _two_step_server(seen) as server:
         model = create_model(f"general-description:openai/vlm?base_url={server.base_url}", cache=Cache(None))
@@ -72,7 +73,7 @@ async def test_general_description_asks_for_a_plain_description() -> None:
 
 
 async def test_mitigation_flag_and_cache(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=2)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 2)
     cache = Cache(tmp_path / "cache.sqlite")
     seen: list[Any] = []
     with _two_step_server(seen) as server:
@@ -99,7 +100,7 @@ async def test_eyes_closed_end_to_end_on_llama_server(llama_server: str, tmp_pat
     from halluscope.judges import JUDGES
     from halluscope.runs.runner import run_benchmark_async
 
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=2)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 2)
     cache = Cache(tmp_path / "cache.sqlite")
     model = create_model(
         f"eyes-closed[describe_max_tokens=40]:openai/qwen?base_url={llama_server}&text_only=true", cache=cache

@@ -14,6 +14,7 @@ from halluscope.benchmarks.mmhal import MMHal, load_mmhal_answers
 from halluscope.cli.main import app
 from halluscope.judges.mmhal import MMHalItem, MMHalLLMJudge, parse_rating
 from halluscope.metrics.mmhal import TYPES, mmhal_metrics
+from halluscope.runs.selection import first_samples
 from halluscope.types import SampleRecord
 from tests.paths import MMHAL_DIR
 from tests.scripted_server import Reply, ScriptedServer, completion
@@ -100,7 +101,7 @@ def test_template_and_images() -> None:
     assert len(with_photo) == 81 and sum(1 for s in samples if s.metadata.get("image_missing")) == 15
     assert samples[0].image_path.endswith("7206072054_c53d53b97d_o.jpg")  # type: ignore[union-attr]
     assert samples[0].reference == "The color of the fire hydrant cap in the image is yellow."
-    assert [s.id for s in MMHal(MMHAL_DIR, types=["counting"], limit=2).samples()] == ["3", "11"]
+    assert [s.id for s in first_samples(MMHal(MMHAL_DIR, types=["counting"]), 2).samples()] == ["3", "11"]
 
 
 @pytest.mark.full_data

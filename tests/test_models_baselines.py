@@ -15,6 +15,7 @@ from halluscope.models.baselines import SceneMissingError
 from halluscope.models.openai import OpenAIModel
 from halluscope.models.spec import create_model
 from halluscope.runs.respond import build_request, collect_responses
+from halluscope.runs.selection import first_samples
 from tests.layouts import tri_he_layout
 from tests.paths import TRI_HE_JSON
 from tests.scripted_server import Reply, ScriptedServer, completion
@@ -29,7 +30,7 @@ def _echo(seen: list[Any]) -> Any:
 
 
 async def test_blind_sends_only_text_and_the_question() -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=1)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 1)
     sample = next(bench.samples())
     seen: list[Any] = []
     with ScriptedServer(responder=_echo(seen)) as server:
@@ -45,7 +46,7 @@ async def test_blind_sends_only_text_and_the_question() -> None:
 
 @pytest.mark.full_data
 async def test_scene_oracle_sends_the_scene_graph_as_text() -> None:
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON, limit=1)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=TRI_HE_JSON), 1)
     sample = next(bench.samples())
     scene = bench.scene(sample)
     assert scene is not None
@@ -71,7 +72,7 @@ async def test_scene_oracle_without_scene_is_a_per_sample_failure(tmp_path: Path
 
 
 async def test_baselines_share_the_cache_per_prompt(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=3)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 3)
     cache = Cache(tmp_path / "cache.sqlite")
     seen: list[Any] = []
     with ScriptedServer(responder=_echo(seen)) as server:
@@ -96,7 +97,7 @@ async def test_scene_oracle_hallucinates_less_than_blind_on_llama_server(
     from halluscope.judges import JUDGES
     from halluscope.runs.runner import run_benchmark_async
 
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=4)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 4)
     cache = Cache(tmp_path / "cache.sqlite")
     ctx = ScoringContext(
         cache=cache,

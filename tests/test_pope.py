@@ -13,6 +13,7 @@ from halluscope.benchmarks.closed import ClosedDataError
 from halluscope.benchmarks.pope import Pope, pope_paper_rule
 from halluscope.cache import Cache
 from halluscope.runs.runner import run_benchmark
+from halluscope.runs.selection import first_samples
 from halluscope.types import Response
 from tests.paths import POPE_DIR as POPE_FULL
 from tests.paths import POPE_EXCERPT as POPE_DIR
@@ -106,7 +107,7 @@ def test_paper_metrics_equal_the_official_script_on_a_real_set(tmp_path: Path, d
 
 
 def test_robust_mode_counts_refusals_as_unanswered_and_yes_ratio_from_predictions() -> None:
-    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"], limit=4)
+    bench = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random"]), 4)
     samples = list(bench.samples())
     answers = ["I can't tell.", "Yes, there is.", "Yes", "There is no such thing."]
     records = asyncio.run(
@@ -123,9 +124,15 @@ def test_robust_mode_counts_refusals_as_unanswered_and_yes_ratio_from_prediction
 
 
 def test_ids_selection_and_registry() -> None:
-    bench = BENCHMARKS.create("pope", data=POPE_DIR, sources="coco,aokvqa", settings="popular", limit="5")
+    bench = BENCHMARKS.create("pope", data=POPE_DIR, sources="coco,aokvqa", settings="popular")
     ids = [s.id for s in bench.samples()]
-    assert len(ids) == 10 and ids[0] == "coco-popular-1" and ids[5].startswith("aokvqa-popular-")
+    sets = [i.rsplit("-", 1)[0] for i in ids]
+    assert ids[0] == "coco-popular-1" and "aokvqa-popular" in sets
+    assert sets == sorted(sets, key=["coco-popular", "aokvqa-popular"].index)  # one set after the other
+    # A run's --limit takes the first N of that order, not N per set.
+    assert [s.id for s in first_samples(bench, 5).samples()] == ids[:5]
+    with pytest.raises(ValueError, match=r"unknown option.*limit.*the run's --limit N"):
+        BENCHMARKS.create("pope", data=POPE_DIR, limit=5)
     with pytest.raises(ValueError, match="unknown POPE source"):
         BENCHMARKS.create("pope", data=POPE_DIR, sources="coco,nocaps")
     with pytest.raises(ValueError, match="unknown option"):
@@ -133,7 +140,7 @@ def test_ids_selection_and_registry() -> None:
 
 
 def test_official_answer_layout_follows_one_question_file(tmp_path: Path) -> None:
-    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"], limit=3)
+    bench = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random"]), 3)
     rows = bench.rows[("coco", "random")]
     path = tmp_path / "answers.json"
     lines = [{"question": rows[0]["text"], "answer": "yes"}, {"question": "Is there a unicorn in the image?",
@@ -142,13 +149,13 @@ def test_official_answer_layout_follows_one_question_file(tmp_path: Path) -> Non
     result = bench.read_responses(path)
     assert sorted(result.responses) == ["coco-random-1", "coco-random-3"]
     assert any("line 2" in p and "does not match" in p for p in result.problems)
-    both = Pope(POPE_DIR, sources=["coco"], settings=["random", "popular"], limit=3)
+    both = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random", "popular"]), 3)
     with pytest.raises(ClosedDataError, match="ONE question file"):
         both.read_responses(path)
 
 
 def test_official_answer_example_file_is_read() -> None:
-    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"], limit=3)
+    bench = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random"]), 3)
     result = bench.read_responses(POPE_DIR / "answer_example.json")
     # The example's first question is not question 1 of coco random: it is reported, not silently paired.
     assert result.responses or result.problems
@@ -171,7 +178,7 @@ def test_quality_reads_pope_runs_and_counts_existence(tmp_path: Path) -> None:
 
     from halluscope.quality.assess import assess
 
-    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"], limit=60)
+    bench = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random"]), 60)
     samples = list(bench.samples())
     for rep in ("a", "b"):
         for k, accuracy in enumerate((0.95, 0.8, 0.65, 0.5)):

@@ -17,6 +17,7 @@ from halluscope.calibration.simulate import predicted_reliability, run_populatio
 from halluscope.cli.main import app
 from halluscope.jsonio import write_json_atomic
 from halluscope.quality.assess import assess
+from halluscope.runs.selection import first_samples
 from halluscope.runs.store import rewrite_records
 from halluscope.stages import ScoringContext
 from halluscope.types import JudgedClaim, MetricsReport, SampleRecord
@@ -27,7 +28,7 @@ from tests.paths import REEFKNOT_DIR
 def population(tmp: Path, n_items: int, n_models: int, seeds: tuple[int, ...] = (1, 2), *,
                rng_seed: int = 0, low: float = 0.05, high: float = 0.45, data: Path | None = None) -> dict[str, float]:
     """Simulated models with known true rates, run once per sampling seed into tmp/seed<k>/<model>."""
-    bench = Reefknot(data or reefknot_layout(), tasks=["yesno"], limit=n_items)
+    bench = first_samples(Reefknot(data or reefknot_layout(), tasks=["yesno"]), n_items)
     rng = random.Random(rng_seed)
     rates = {f"m{i:02d}": rng.uniform(low, high) for i in range(n_models)}
     ctx = ScoringContext(cache=Cache(None))
@@ -234,7 +235,7 @@ def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
     ctx = ScoringContext(cache=Cache(None))
     for label, data, blind_here in (("original", reefknot_layout(), frozenset()), ("parallel", parallel_data, blind),
                                     ("honest", parallel_data, frozenset())):
-        bench = Reefknot(data, tasks=["yesno"], limit=100)
+        bench = first_samples(Reefknot(data, tasks=["yesno"]), 100)
         seed = 1 if label == "original" else 2  # independent answers on the two forms
         asyncio.run(run_population(bench, rates, seed, tmp_path / label, ctx, negation_blind=blind_here))
     fooled = assess([str(tmp_path / "original")], "halr_yesno", parallel=[str(tmp_path / "parallel")],

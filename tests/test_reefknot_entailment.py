@@ -117,7 +117,7 @@ def test_nli_random_model_exercises_the_real_path(tmp_path: Path) -> None:
 
 @pytest.mark.full_data
 def test_a_missing_model_fails_vqa_items_not_the_run(tmp_path: Path) -> None:
-    bench = Reefknot(data=REEFKNOT_DIR, limit=6)
+    bench = Reefknot(data=REEFKNOT_DIR)
     samples = {s.id: s for s in bench.samples()}
     pairs = [(samples[i], Response(id=i, response="Yes")) for i in ("yesno-0", "vqa-0", "vqa-1")]
     ctx = ScoringContext(cache=Cache(None), judge=NLIEntailment(tmp_path / "no-such-model"))

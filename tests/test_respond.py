@@ -27,6 +27,7 @@ from halluscope.runs.respond import (
     collect_responses,
     repair_torn_tail,
 )
+from halluscope.runs.selection import first_samples
 from tests.layouts import tri_he_layout
 from tests.paths import REPO_ROOT
 from tests.scripted_server import Reply, ScriptedServer, completion, error
@@ -43,7 +44,7 @@ def _answer_by_question(body: Any) -> Reply:
 
 
 async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=5)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 5)
     samples = list(bench.samples())
     cache = Cache(tmp_path / "cache.sqlite")
     with ScriptedServer(responder=_answer_by_question) as server:
@@ -75,7 +76,7 @@ async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
 
 
 async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=4)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 4)
     samples = list(bench.samples())
     broken = samples[1].prompt
 
@@ -104,7 +105,7 @@ async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> No
 
 
 async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=1)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 1)
     with ScriptedServer(responder=_answer_by_question) as server:
         model = create_model(f"openai/model-a?base_url={server.base_url}", cache=Cache(None))
         await collect_responses(bench, model, tmp_path, show_progress=False)
@@ -116,11 +117,11 @@ async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
 
 
 async def test_a_torn_last_line_is_cut_and_its_sample_asked_again(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=3)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 3)
     samples = list(bench.samples())
     with ScriptedServer(responder=_answer_by_question) as server:
         model = create_model(f"openai/vlm?base_url={server.base_url}&text_only=true", cache=Cache(None))
-        await collect_responses(bench, model, tmp_path, limit=2, show_progress=False)
+        await collect_responses(first_samples(bench, 2), model, tmp_path, show_progress=False)
         path = tmp_path / RESPONSES_FILE
         with path.open("a") as handle:  # what a kill in the middle of a write leaves
             handle.write(json.dumps({"id": samples[2].id, "response": "half an ans"})[:25])
@@ -176,7 +177,7 @@ def test_respond_killed_midway_resumes_without_duplicates(tmp_path: Path) -> Non
 
 
 def test_cli_respond_with_replay_and_models_listing(tmp_path: Path) -> None:
-    bench = BENCHMARKS.create("tri-he", data=tri_he_layout(), limit=3)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 3)
     answers = tmp_path / "answers.jsonl"
     rows = [{"id": s.id, "response": f"r{s.id}"} for s in bench.samples()]
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))

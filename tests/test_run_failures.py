@@ -19,6 +19,7 @@ from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
 from halluscope.cache import Cache
 from halluscope.responses import write_responses
 from halluscope.runs.runner import StageFailureError, run_benchmark
+from halluscope.runs.selection import first_samples
 from halluscope.stages import Extractor, Failure, ScoringContext
 from halluscope.types import Claim, SampleRecord
 from tests.layouts import tri_he_layout
@@ -36,7 +37,7 @@ def dead_port() -> int:
 
 
 def responses_file(tmp_path: Path, *, with_claims: bool = True) -> Path:
-    bench = TriHE(tri_he_layout(), limit=N)
+    bench = first_samples(TriHE(tri_he_layout()), N)
     return write_responses(tmp_path / "answers.jsonl", ground_truth_responses(bench, with_claims=with_claims))
 
 
@@ -84,7 +85,7 @@ def test_a_dead_judge_endpoint_fails_the_run_and_the_rerun_retries(tmp_path: Pat
 
 
 def test_a_few_judge_failures_are_allowed_up_to_the_stated_share(tmp_path: Path) -> None:
-    bench = TriHE(tri_he_layout(), limit=N)
+    bench = first_samples(TriHE(tri_he_layout()), N)
     answers = ground_truth_responses(bench, with_claims=True)
     # One answer of three carries a claim whose every judge call fails.
     answers[0] = answers[0].model_copy(update={"claims": [Claim.of(("zebra", "on", "moon"))]})
@@ -134,7 +135,7 @@ class DownExtractor(Extractor):
 
 
 def test_an_extractor_failure_marks_the_record_failed_and_is_retried(tmp_path: Path) -> None:
-    bench = TriHE(tri_he_layout(), limit=N)
+    bench = first_samples(TriHE(tri_he_layout()), N)
     answers = {r.id: r for r in ground_truth_responses(bench)}
     ctx = ScoringContext(cache=Cache(None), extractor=DownExtractor())
     from halluscope.runs.runner import StageFailureError
@@ -256,7 +257,7 @@ def test_a_refused_key_or_unknown_model_stops_at_the_first_request(tmp_path: Pat
 def test_one_rejected_sample_is_a_failure_of_the_model_stage_not_a_stop(tmp_path: Path) -> None:
     """An HTTP 400 for one request (an image the server cannot read) fails that sample only; the failure
     share of the model stage decides, like any stage's."""
-    bench = TriHE(tri_he_layout(), limit=N)
+    bench = first_samples(TriHE(tri_he_layout()), N)
     bad_prompt = next(iter(bench.samples())).prompt
     texts = {s.prompt: r.response for s, r in zip(bench.samples(), ground_truth_responses(bench), strict=True)}
 
@@ -304,7 +305,7 @@ class SilentBenchmark(TriHE):
 
 
 def test_a_failure_in_a_benchmark_that_names_no_stage_still_fails_the_run(tmp_path: Path) -> None:
-    bench = SilentBenchmark(tri_he_layout(), limit=N)
+    bench = first_samples(SilentBenchmark(tri_he_layout()), N)
     answers = {r.id: r for r in ground_truth_responses(bench)}
     answers.pop(next(iter(answers)))  # one sample without an answer: an input problem, not the stage's
     with pytest.raises(StageFailureError) as caught:
@@ -345,7 +346,7 @@ def test_an_answers_file_for_other_samples_of_the_benchmark_is_an_error(tmp_path
 
 
 def test_an_out_holding_a_run_of_other_answers_is_refused_in_one_line(tmp_path: Path) -> None:
-    bench = TriHE(tri_he_layout(), limit=N)
+    bench = first_samples(TriHE(tri_he_layout()), N)
     first = responses_file(tmp_path)
     second = write_responses(tmp_path / "model-b.jsonl", ground_truth_responses(bench, with_claims=False))
     out, cache = tmp_path / "run", tmp_path / "cache.sqlite"
@@ -378,7 +379,7 @@ def test_a_changed_benchmark_config_is_refused_naming_the_keys(tmp_path: Path) -
 
 
 def test_an_out_holding_another_models_run_is_refused_before_asking(tmp_path: Path) -> None:
-    bench = TriHE(tri_he_layout(), limit=N)
+    bench = first_samples(TriHE(tri_he_layout()), N)
     texts = {s.prompt: r.response for s, r in zip(bench.samples(), ground_truth_responses(bench), strict=True)}
 
     def respond(body: Any) -> Reply:

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from halluscope.benchmarks.reefknot import Reefknot
 from halluscope.responses import write_responses
+from halluscope.runs.selection import first_samples
 from halluscope.types import Response
 from tests.layouts import reefknot_layout, tri_he_layout
 from tests.scripted_server import ScriptedServer, completion
@@ -38,7 +39,7 @@ def said(result: Any) -> str:
 
 def reefknot_answers(tmp_path: Path, tasks: str) -> Path:
     """Every selected sample answered with its label: right answers in all three forms."""
-    bench = Reefknot(data=reefknot_layout(), tasks=tasks.split(","), limit=6)
+    bench = first_samples(Reefknot(data=reefknot_layout(), tasks=tasks.split(",")), 6)
     answers = [Response(id=s.id, response=str(s.reference)) for s in bench.samples()]
     return write_responses(tmp_path / "answers.jsonl", answers)
 
@@ -60,6 +61,12 @@ def test_a_judge_for_reefknot_without_vqa_is_an_error(tmp_path: Path) -> None:
     extractor = run_reefknot(tmp_path, "yesno,mcq,vqa", "--extractor", "rules")
     assert extractor.exit_code == 2 and "uses no extractor" in said(extractor)
 
+    # --limit 6 selects the first 6 questions, all yes/no: the VQA questions that would need a judge are not
+    # among them, so a judge is refused there too.
+    limited = run_reefknot(tmp_path, "yesno,mcq,vqa", "--judge", "llm")
+    assert limited.exit_code == 2
+    assert "--judge: the reefknot benchmark uses no judge for the selected samples" in said(limited)
+
     plain = run_reefknot(tmp_path, "yesno,mcq")
     assert plain.exit_code == 0, plain.output
     spec = json.loads((tmp_path / "run" / "spec.json").read_text())
@@ -70,7 +77,7 @@ def test_a_judge_for_reefknot_without_vqa_is_an_error(tmp_path: Path) -> None:
 def test_reefknot_vqa_entailment_comes_through_the_judge_slot(tmp_path: Path) -> None:
     with ScriptedServer(responder=lambda body: completion('{"entails": true}')) as server:
         result = run_reefknot(
-            tmp_path, "yesno,mcq,vqa", "--judge", "llm", "--judge-model", "m", "--base-url", server.base_url
+            tmp_path, "vqa", "--judge", "llm", "--judge-model", "m", "--base-url", server.base_url
         )
         sent = server.chat_requests()
     assert result.exit_code == 0, result.output
@@ -88,7 +95,7 @@ def test_reefknot_vqa_entailment_comes_through_the_judge_slot(tmp_path: Path) ->
 
 def test_an_unloadable_default_nli_judge_fails_the_run_and_names_it(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-nli-model"
-    result = run_reefknot(tmp_path, "yesno,mcq,vqa", "--judge-model", str(missing))
+    result = run_reefknot(tmp_path, "vqa", "--judge-model", str(missing))
     assert result.exit_code == 1
     assert "the judge failed on" in said(result) and "cannot load the NLI model" in said(result)
     spec = json.loads((tmp_path / "run" / "spec.json").read_text())

@@ -9,6 +9,7 @@ import time
 
 from halluscope.benchmarks.tri_he import TriHE, ground_truth_responses
 from halluscope.responses import write_responses
+from halluscope.runs.selection import first_samples
 from tests.layouts import tri_he_layout
 
 N = 120
@@ -46,7 +47,7 @@ def lines(path):
 
 
 def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
-    bench = TriHE(tri_he_layout(), limit=N)
+    bench = first_samples(TriHE(tri_he_layout()), N)
     # Mismatched answers give a mix of supported and hallucinated verdicts; claims are supplied.
     responses = write_responses(
         tmp_path / "responses.jsonl", ground_truth_responses(bench, with_claims=True, mismatched=True)
@@ -83,7 +84,7 @@ def test_killed_run_resumes_to_the_same_metrics_without_duplicates(tmp_path):
 
 
 def test_a_run_dir_with_another_configuration_is_refused(tmp_path):
-    bench = TriHE(tri_he_layout(), limit=4)
+    bench = first_samples(TriHE(tri_he_layout()), 4)
     responses = write_responses(tmp_path / "r.jsonl", ground_truth_responses(bench, with_claims=True))
     env = {**os.environ, "HALLUSCOPE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     out = tmp_path / "run"

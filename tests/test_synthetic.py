@@ -24,6 +24,7 @@ from halluscope.builders.synthetic import (
     load_scenes,
     make_scene,
 )
+from halluscope.runs.selection import first_samples
 
 N_SCENES = 120
 
@@ -238,7 +239,7 @@ def test_reefknot_benchmark_reads_the_built_folder(built: Path) -> None:
 def test_synthetic_benchmark_samples_scenes_and_errors(built: Path, tmp_path: Path) -> None:
     from halluscope.benchmarks import BENCHMARKS
 
-    bench = BENCHMARKS.create("synthetic", data=built, limit=7)
+    bench = first_samples(BENCHMARKS.create("synthetic", data=built), 7)
     samples = list(bench.samples())
     assert [s.id for s in samples][:2] == ["syn00000-0", "syn00000-1"] and len(samples) == 7
     scene = bench.scene(samples[0])

@@ -4,6 +4,7 @@ import pytest
 
 from halluscope.benchmarks import BENCHMARKS
 from halluscope.benchmarks.tri_he import TriHE, TriHEDataError, load_scene_graphs
+from halluscope.runs.selection import first_samples
 from tests.paths import TRI_HE_JSON
 
 
@@ -36,7 +37,7 @@ def test_scene_graphs_keep_every_reference_string_and_object():
 
 @pytest.mark.full_data
 def test_registry_creates_tri_he_with_limit():
-    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON.parent, limit=5)
+    bench = first_samples(BENCHMARKS.create("tri-he", data=TRI_HE_JSON.parent), 5)
     assert len(list(bench.samples())) == 5
 
 

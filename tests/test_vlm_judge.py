@@ -17,6 +17,7 @@ from halluscope.judges import JUDGES
 from halluscope.judges.hqh import HQHItem
 from halluscope.judges.vlm import VLMJudge, parse_answer_reply, parse_claim_reply
 from halluscope.models.images import decode_data_url, image_data_url
+from halluscope.runs.selection import first_samples
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, JudgeItem
 from halluscope.types import Claim, ErrorType, Support, VerdictLabel
@@ -150,7 +151,7 @@ def test_cli_run_on_tri_he_sends_each_sample_its_own_photo(tmp_path: Path) -> No
     from halluscope.benchmarks.tri_he import TriHE
     from halluscope.cli.main import app
 
-    samples = list(TriHE(data=TRI_HE_JSON, images=TRI_HE_IMAGES, limit=2).samples())
+    samples = list(first_samples(TriHE(data=TRI_HE_JSON, images=TRI_HE_IMAGES), 2).samples())
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(
         json.dumps({"id": s.id, "response": "x", "claims": [["man", "is", "here"], ["cat", "is", "here"]]}) + "\n"
@@ -167,7 +168,7 @@ def test_cli_run_on_tri_he_sends_each_sample_its_own_photo(tmp_path: Path) -> No
     out = tmp_path / "run"
     with ScriptedServer(responder=respond) as server:
         result = CliRunner().invoke(app, [
-            "run", "-b", "tri-he", "--data", str(TRI_HE_JSON), "--bench-opt", "limit=2", "-r", str(answers),
+            "run", "-b", "tri-he", "--data", str(TRI_HE_JSON), "--limit", "2", "-r", str(answers),
             "--judge", "vlm", "--judge-model", "scripted-vlm", "--base-url", server.base_url,
             "--judge-opt", "max_side=128", "--out", str(out), "-q", "--no-cache",
         ])  # fmt: skip

@@ -17,7 +17,9 @@ def check_options(component: str, unknown: Mapping[str, Any] | Iterable[str], kn
     names = sorted(unknown)
     if names:
         takes = ", ".join(sorted(known)) or "(none)"
-        raise ValueError(f"{component}: unknown option(s) {', '.join(names)}; it takes: {takes}")
+        # The number of samples is chosen by the run for every benchmark alike (--limit), not by a benchmark.
+        hint = "; the number of samples is the run's --limit N" if "limit" in names else ""
+        raise ValueError(f"{component}: unknown option(s) {', '.join(names)}; it takes: {takes}{hint}")
 
 
 def split_csv(value: Any) -> list[str]:

@@ -15,7 +15,7 @@ the generative items ("Describe this image."), the rest yes/no questions.
   ``hallu`` objects and their associations exactly or by word similarity
   (:mod:`halluscope.judges.word_similarity`); a noun matching no truth object is hallucinated.
 
-Benchmark options: ``types`` (``generative,existence,attribute,relation``), ``limit``, ``mode``,
+Benchmark options: ``types`` (``generative,existence,attribute,relation``), ``mode``,
 ``word_similarity`` (``embedding`` | ``exact`` | ``spacy-lg``), ``similarity_threshold`` (0.8),
 ``tagger`` (``auto`` | ``nltk`` | ``spacy``), ``images``, ``missing_images`` (``refuse`` | ``fail``),
 ``prompt`` (``query``: the query file's text, "Describe this image." or the yes/no question, as AMBER's
@@ -185,7 +185,6 @@ class Amber(Benchmark):
         data: Path | None = None,
         *,
         types: Sequence[str] = _GROUPS,
-        limit: int | None = None,
         mode: str = "robust",
         word_similarity: str = "embedding",
         similarity_threshold: float = 0.8,
@@ -202,9 +201,6 @@ class Amber(Benchmark):
         if unknown:
             raise ValueError(f"unknown AMBER types {unknown}; choose from {', '.join(_GROUPS)}")
         self.types = tuple(types)
-        if limit is not None and limit < 1:
-            raise ValueError("limit must be at least 1")
-        self.limit = limit
         self.mode = check_mode(mode)
         self.word_similarity = word_similarity
         self.similarity_threshold = float(similarity_threshold)
@@ -215,7 +211,7 @@ class Amber(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Amber:
         known = [
-            "types", "limit", "mode", "word_similarity", "similarity_threshold", "tagger", "images", "prompt",
+            "types", "mode", "word_similarity", "similarity_threshold", "tagger", "images", "prompt",
             "missing_images",
         ]
         check_options("the AMBER benchmark", set(options) - set(known), known)
@@ -225,7 +221,6 @@ class Amber(Benchmark):
         return cls(
             data=data,
             types=types,
-            limit=int(options["limit"]) if options.get("limit") else None,
             mode=str(options.get("mode", "robust")),
             word_similarity=str(options.get("word_similarity", "embedding")),
             similarity_threshold=float(options.get("similarity_threshold", 0.8)),
@@ -246,7 +241,6 @@ class Amber(Benchmark):
         annotations, queries = load("annotations.json"), load("query/query_all.json")
         by_id = {q.get("id"): q for q in queries if isinstance(q, dict)}
         items = []
-        counts: dict[str, int] = {}
         for index, note in enumerate(annotations):
             if not isinstance(note, dict) or "id" not in note or "type" not in note or "truth" not in note:
                 raise ClosedDataError(f"{self.path}/annotations.json item {index}: needs id, type and truth")
@@ -255,9 +249,6 @@ class Amber(Benchmark):
                 raise ClosedDataError(f"AMBER item {note['id']}: no query in query/query_all.json")
             group = _group(str(note["type"]))
             if group not in self.types:
-                continue
-            counts[group] = counts.get(group, 0) + 1
-            if self.limit and counts[group] > self.limit:
                 continue
             items.append({**note, "query": query.get("query", ""), "image": query.get("image")})
         return items
@@ -304,7 +295,6 @@ class Amber(Benchmark):
             "benchmark": self.name,
             "data": str(self.path),
             "types": list(self.types),
-            "limit": self.limit,
             "mode": self.mode,
             **({"prompt": self.prompt} if self.prompt != "query" else {}),
             **image_spec(self.images, self.samples(), self.missing_images),

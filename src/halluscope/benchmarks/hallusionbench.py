@@ -31,7 +31,7 @@ Metrics (:mod:`halluscope.metrics.hallusionbench`): aAcc, qAcc, fAcc, easy and h
 language-hallucination / visual-illusion analysis. The official result layout (``HallusionBench.json``
 rows with ``model_prediction``, e.g. ``HallusionBench_result_sample.json``) is accepted as responses.
 
-Benchmark options: ``categories`` (``VD,VS``), ``limit``, ``images``, ``missing_images`` (``refuse`` |
+Benchmark options: ``categories`` (``VD,VS``), ``images``, ``missing_images`` (``refuse`` |
 ``fail``), ``prompt``
 (``question``: the question as the file gives it, as the official code and lmms-eval send it; ``yesno``:
 followed by " Please answer yes or no."; ``short``: followed by LLaVA's "Answer the question using a single
@@ -100,7 +100,6 @@ class HallusionBench(Benchmark):
         data: Path | None = None,
         *,
         categories: Sequence[str] = ("VD", "VS"),
-        limit: int | None = None,
         judge: str | None = None,
         llm_model: str | None = None,
         llm_base_url: str | None = None,
@@ -117,9 +116,6 @@ class HallusionBench(Benchmark):
         if unknown:
             raise ValueError(f"unknown HallusionBench categories {unknown}; choose VD and/or VS")
         self.categories = tuple(categories)
-        if limit is not None and limit < 1:
-            raise ValueError("limit must be at least 1")
-        self.limit = limit
         # The old spelling of the grader (a benchmark option): kept for contexts without a judge.
         legacy = {"model": llm_model, "base_url": llm_base_url, "api_key_env": llm_api_key_env}
         self.legacy_judge: tuple[str, dict[str, Any]] | None = None
@@ -145,7 +141,7 @@ class HallusionBench(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> HallusionBench:
         known = [
-            "categories", "limit", "judge", "llm_model", "llm_base_url", "llm_api_key_env", "images", "prompt",
+            "categories", "judge", "llm_model", "llm_base_url", "llm_api_key_env", "images", "prompt",
             "missing_images",
         ]
         check_options("the HallusionBench benchmark", set(options) - set(known), known)
@@ -155,7 +151,6 @@ class HallusionBench(Benchmark):
         return cls(
             data=data,
             categories=categories,
-            limit=int(options["limit"]) if options.get("limit") else None,
             judge=str(options["judge"]) if options.get("judge") is not None else None,
             llm_model=options.get("llm_model"),
             llm_base_url=options.get("llm_base_url"),
@@ -187,7 +182,7 @@ class HallusionBench(Benchmark):
             seen.add(key)
             if row["category"] in self.categories:
                 rows.append(row)
-        return rows[: self.limit] if self.limit else rows
+        return rows
 
     def samples(self) -> Iterator[Sample]:
         for row in self.rows:
@@ -229,7 +224,6 @@ class HallusionBench(Benchmark):
             "benchmark": self.name,
             "data": str(self.path),
             "categories": list(self.categories),
-            "limit": self.limit,
             **legacy,
             **({"prompt": self.prompt} if self.prompt != "question" else {}),
             **image_spec(self.images, self.samples(), self.missing_images),

@@ -22,7 +22,7 @@ Every record carries the item's hallucination type in ``metadata["type"]`` (and 
 
 Benchmark options (``--bench-opt key=value``): ``images`` (a Visual Genome folder holding ``VG_100K`` /
 ``VG_100K_2`` or the images themselves), ``image_data`` (path to ``image_data.json``), ``types`` (comma
-list, e.g. ``count,OCR``; ``counting`` is read as ``count``), ``limit`` (the first N selected items).
+list, e.g. ``count,OCR``; ``counting`` is read as ``count``).
 """
 
 from __future__ import annotations
@@ -284,7 +284,6 @@ class HQH(Benchmark):
         images: Path | None = None,
         image_data: Path | None = None,
         types: Sequence[str] | None = None,
-        limit: int | None = None,
         missing_images: str = "refuse",
     ) -> None:
         self.path, self.image_data_path = resolve_data(data, image_data)
@@ -297,21 +296,17 @@ class HQH(Benchmark):
                 raise ValueError(f"the HQH benchmark: unknown type {value!r}; choose from {', '.join(TYPES)}")
             chosen.append(kind)
         self.types = sorted(set(chosen), key=TYPES.index) if chosen else None
-        if limit is not None and limit < 1:
-            raise ValueError(f"the HQH benchmark: limit must be at least 1, got {limit}")
-        self.limit = limit
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> HQH:
         """Registry factory: options as strings/numbers from ``--bench-opt`` (see the module docstring)."""
-        known = {"images", "image_data", "types", "limit", "missing_images"}
+        known = {"images", "image_data", "types", "missing_images"}
         check_options("the HQH benchmark", set(options) - known, known)
         return cls(
             data=Path(data) if data is not None else None,
             images=Path(options["images"]) if options.get("images") else None,
             image_data=Path(options["image_data"]) if options.get("image_data") else None,
             types=split_csv(options["types"]) if options.get("types") else None,
-            limit=int(options["limit"]) if options.get("limit") is not None else None,
             missing_images=str(options.get("missing_images", "refuse")),
         )
 
@@ -399,9 +394,7 @@ class HQH(Benchmark):
         return problems
 
     def samples(self) -> Iterator[Sample]:
-        for count, (position, item) in enumerate(self._selected()):
-            if self.limit is not None and count >= self.limit:
-                return
+        for position, item in self._selected():
             yield self._sample(position, item)
 
     def scene(self, sample: Sample) -> SceneGraph | None:
@@ -417,7 +410,6 @@ class HQH(Benchmark):
             "images": str(self.images) if self.images else None,
             **image_spec(self.images, self.samples(), self.missing_images),
             "types": self.types,
-            "limit": self.limit,
             "items_without_image_information": len(problems),
             "unusable_items": len(self.unusable_items()),
         }

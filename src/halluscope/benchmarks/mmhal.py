@@ -23,7 +23,7 @@ file named as the last part of its ``image_src`` (``7206072054_c53d53b97d_o.jpg`
 next to the template is used when there is one. The judge never sees the photo (the benchmark's judge
 is text-only: it reads the labels and the reference).
 
-Benchmark options: ``images``, ``types`` (comma list), ``limit`` (first N selected items).
+Benchmark options: ``images``, ``types`` (comma list).
 """
 
 from __future__ import annotations
@@ -204,7 +204,6 @@ class MMHal(Benchmark):
         *,
         images: Path | None = None,
         types: Sequence[str] | None = None,
-        limit: int | None = None,
         missing_images: str = "refuse",
     ) -> None:
         self.path = resolve_template(data)
@@ -220,20 +219,16 @@ class MMHal(Benchmark):
                 raise ValueError(f"the MMHal-Bench benchmark: unknown type {value!r}; choose from {', '.join(TYPES)}")
             chosen.append(kind)
         self.types = sorted(set(chosen), key=TYPES.index) if chosen else None
-        if limit is not None and limit < 1:
-            raise ValueError(f"the MMHal-Bench benchmark: limit must be at least 1, got {limit}")
-        self.limit = limit
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> MMHal:
         """Registry factory: options from ``--bench-opt`` (see the module docstring)."""
-        known = {"images", "types", "limit", "missing_images"}
+        known = {"images", "types", "missing_images"}
         check_options("the MMHal-Bench benchmark", set(options) - known, known)
         return cls(
             data=Path(data) if data is not None else None,
             images=Path(options["images"]) if options.get("images") else None,
             types=split_csv(options["types"]) if options.get("types") else None,
-            limit=int(options["limit"]) if options.get("limit") is not None else None,
             missing_images=str(options.get("missing_images", "refuse")),
         )
 
@@ -279,14 +274,10 @@ class MMHal(Benchmark):
         )
 
     def samples(self) -> Iterator[Sample]:
-        count = 0
         for position, record in enumerate(self.records):
             kind = record.get("question_type") if isinstance(record, dict) else None
             if self.types is not None and kind not in self.types:
                 continue
-            if self.limit is not None and count >= self.limit:
-                return
-            count += 1
             yield self._sample(position, record)
 
     def spec(self) -> dict[str, Any]:
@@ -295,7 +286,6 @@ class MMHal(Benchmark):
             "benchmark": self.name,
             "data": str(self.path),
             "types": self.types,
-            "limit": self.limit,
             "items_with_a_problem": sum(1 for s in samples if s.metadata.get("problem")),
             # images_found / images_needed, as every benchmark records them (resuming ignores the counts)
             **image_spec(self.images, samples, self.missing_images),

@@ -25,7 +25,7 @@ Metrics (0–100, "yes" the positive class): accuracy, precision, recall, F1, an
 - ``vlmevalkit``: VLMEvalKit's reading and rating (:mod:`halluscope.metrics.vlmevalkit`), to reproduce a
   VLMEvalKit ``POPE_score.csv``; the headline and per-set numbers are VLMEvalKit's, both other readings kept.
 
-Benchmark options (``--bench-opt``): ``sources`` and ``settings`` (comma lists), ``limit`` (per set),
+Benchmark options (``--bench-opt``): ``sources`` and ``settings`` (comma lists),
 ``mode`` (``robust`` | ``paper`` | ``vlmevalkit``), ``labels`` (``pope`` | ``repope``: RePOPE's corrected
 COCO labels, :mod:`halluscope.benchmarks.repope`; ``repope_data`` its folder), ``questions`` (the question
 file an answers file in LLaVA's layout was made from, :mod:`halluscope.importers.llava`), ``images`` (the photo
@@ -158,7 +158,6 @@ class Pope(Benchmark):
         *,
         sources: Sequence[str] = SOURCES,
         settings: Sequence[str] = SETTINGS,
-        limit: int | None = None,
         mode: str = "robust",
         images: Path | None = None,
         prompt: str = "question",
@@ -183,9 +182,6 @@ class Pope(Benchmark):
                 f"no POPE set for sources {', '.join(sources)} and settings {', '.join(settings)} in the data "
                 f"(found: {', '.join('-'.join(k) for k in available)})"
             )
-        if limit is not None and limit < 1:
-            raise ValueError("limit must be at least 1")
-        self.limit = limit
         if mode not in ("robust", "paper", "vlmevalkit"):
             raise ValueError(f"unknown POPE scoring mode {mode!r}; choose robust, paper or vlmevalkit")
         self.mode = mode if mode == "vlmevalkit" else check_mode(mode)
@@ -197,7 +193,7 @@ class Pope(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Pope:
         known = [
-            "sources", "settings", "limit", "mode", "images", "prompt", "missing_images",
+            "sources", "settings", "mode", "images", "prompt", "missing_images",
             "labels", "repope_data", "questions",
         ]  # fmt: skip
         check_options("the POPE benchmark", set(options) - set(known), known)
@@ -210,7 +206,6 @@ class Pope(Benchmark):
             questions=Path(options["questions"]) if options.get("questions") else None,
             sources=_csv(options.get("sources", default_sources), SOURCES, "source"),
             settings=_csv(options.get("settings", ",".join(SETTINGS)), SETTINGS, "setting"),
-            limit=int(options["limit"]) if options.get("limit") else None,
             mode=str(options.get("mode", "robust")),
             images=Path(options["images"]) if options.get("images") else None,
             prompt=str(options.get("prompt", "question")),
@@ -239,7 +234,7 @@ class Pope(Benchmark):
                 for (src, st), rows in dropped.items()
                 for r in rows
             }  # fmt: skip
-        return {key: rows[: self.limit] if self.limit else rows for key, rows in loaded.items()}
+        return loaded
 
     #: Per set, what RePOPE's files changed (``labels=repope``): kept, dropped and relabelled items.
     repope_counts: dict[str, dict[str, int]] | None = None
@@ -285,7 +280,6 @@ class Pope(Benchmark):
             "data": str(self.data) if self.data is not None else None,
             "sets": sorted(f"{src}-{st}" for src, st in self.files),
             "files": {f"{src}-{st}": str(p) for (src, st), p in sorted(self.files.items())},
-            "limit": self.limit,
             "mode": self.mode,
             # Written only when not the default, so runs made before the option existed resume unchanged.
             **({"prompt": self.prompt} if self.prompt != "question" else {}),

@@ -25,7 +25,7 @@ its questions become PROVE items with exact tuples (the known-truth setting).
 **Benchmark options** (``--bench-opt key=value``): ``images`` (folder of the images), ``tuples``
 (``rules`` offline default | ``llm``), ``tuple_model``, ``tuple_base_url``, ``tuple_api_key_env``,
 ``embedding_model`` (any sentence-transformers model; default the packaged all-MiniLM-L6-v2),
-``tuple_text`` (``phrase`` | ``raw``), ``device``, ``limit``, ``hub_repo``,
+``tuple_text`` (``phrase`` | ``raw``), ``device``, ``hub_repo``,
 ``missing_images`` (``refuse`` | ``fail``: what a run asking a model does when images are missing).
 **Visual entailment** (Eq. 2's second chance for a tuple the scene graph does not cover) is the run's judge
 slot (``judge_kind`` "visual-entailment"): ``--judge none`` (default), ``--judge vlm --judge-model M``
@@ -75,7 +75,7 @@ DATA_NAMES = ("prove.json", "prove.jsonl", "data.json", "test.json")
 OPTIONS = (
     "images", "tuples", "tuple_model", "tuple_base_url", "tuple_api_key_env", "embedding_model",
     "entailment", "entailment_model", "entailment_base_url", "entailment_api_key_env", "tuple_text",
-    "device", "limit", "hub_repo", "missing_images",
+    "device", "hub_repo", "missing_images",
 )
 
 
@@ -281,7 +281,6 @@ class Prove(Benchmark):
         entailment_api_key_env: str | None = None,
         tuple_text: str = "phrase",
         device: str = "cpu",
-        limit: int | None = None,
         hub_repo: str = HUB_REPO,
         missing_images: str = "refuse",
     ) -> None:
@@ -323,7 +322,6 @@ class Prove(Benchmark):
             )
         self.tuple_text = tuple_text
         self.device = device
-        self.limit = limit
         self._extractor: TupleExtractor | None = None
         self._scorer: ProveScorer | None = None
         self._graphs: dict[str, SceneGraph | Failure] = {}
@@ -332,8 +330,6 @@ class Prove(Benchmark):
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Prove:
         check_options("the PROVE benchmark", set(options) - set(OPTIONS), OPTIONS)
-        if options.get("limit") is not None:
-            options["limit"] = int(options["limit"])
         if options.get("images") is not None:
             options["images"] = Path(options["images"])
         return cls(data=data, **options)
@@ -394,7 +390,6 @@ class Prove(Benchmark):
         return {
             "benchmark": self.name,
             "data": str(self.path.resolve()),
-            "limit": self.limit,
             "tuples": {"extractor": self.tuples, **{k: v for k, v in self.tuple_options.items() if k != "api_key_env"}},
             "embedding_model": self.embedding_model,
             **self._legacy_spec(),
@@ -410,9 +405,7 @@ class Prove(Benchmark):
         return {"entailment": {"kind": kind, **{k: v for k, v in options.items() if k != "api_key_env"}}}
 
     def samples(self) -> Iterator[Sample]:
-        for count, row in enumerate(self.rows):
-            if self.limit is not None and count >= self.limit:
-                return
+        for row in self.rows:
             photo = self.image(row)
             yield Sample(
                 id=row.id,

@@ -23,7 +23,7 @@ names the judge that ran. Yes/no and multiple choice use no judge and no extract
 selected, ``--judge`` is an error.
 
 Benchmark options (``--bench-opt key=value``): ``images`` (a Visual Genome folder holding ``VG_100K`` and
-``VG_100K_2``), ``tasks`` (``yesno,mcq,vqa``), ``relation_types`` (``perception,cognitive``), ``limit``,
+``VG_100K_2``), ``tasks`` (``yesno,mcq,vqa``), ``relation_types`` (``perception,cognitive``),
 ``mode`` (``robust`` | ``paper``), ``entropy_threshold``.
 """
 
@@ -262,7 +262,6 @@ class Reefknot(Benchmark):
         images: Path | None = None,
         tasks: Iterable[str] | None = None,
         relation_types: Iterable[str] | None = None,
-        limit: int | None = None,
         mode: str = "robust",
         entailment: Entailment | None = None,
         entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
@@ -284,9 +283,6 @@ class Reefknot(Benchmark):
             if relation_types is not None
             else None
         )
-        if limit is not None and limit < 1:
-            raise ValueError("limit must be at least 1")
-        self.limit = limit
         if mode not in MODES:
             raise ValueError(f"unknown scoring mode {mode!r}; choose robust or paper")
         self.mode = mode
@@ -304,7 +300,6 @@ class Reefknot(Benchmark):
             "images",
             "tasks",
             "relation_types",
-            "limit",
             "mode",
             "entailment",
             "entropy_threshold",
@@ -320,8 +315,6 @@ class Reefknot(Benchmark):
         for key in ("tasks", "relation_types"):
             if key in options:
                 options[key] = _split_csv(options[key])
-        if options.get("limit") is not None:
-            options["limit"] = int(options["limit"])
         if options.get("images") is not None:
             options["images"] = Path(options["images"])
         if options.get("nli_batch_size") is not None:
@@ -336,18 +329,6 @@ class Reefknot(Benchmark):
     def official_rows(self) -> dict[str, list[dict[str, Any]]]:
         """Every line of each selected task's file, unfiltered (line number = sample id)."""
         return {task: read_reefknot_file(path) for task, path in self.files.items()}
-
-    def _quota(self) -> dict[str, int | None]:
-        """Per-task share of ``limit``: split evenly over the tasks; yes/no keeps whole twin pairs."""
-        if self.limit is None:
-            return {t: None for t in self.files}
-        tasks = [t for t in TASKS if t in self.files]
-        share, extra = divmod(self.limit, len(tasks))
-        quota: dict[str, int | None] = {}
-        for position, task in enumerate(tasks):
-            n = max(1, share + (1 if position < extra else 0))
-            quota[task] = max(2, n - n % 2) if task == "yesno" else n
-        return quota
 
     def _sample(
         self, task: str, line: int, row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
@@ -397,8 +378,8 @@ class Reefknot(Benchmark):
         )
 
     def samples(self) -> Iterator[Sample]:
-        # Built once per benchmark object: `halluscope run` asks for the samples several times (ids, the
-        # ids of the unlimited benchmark, the runner), and building 21,560 of them is most of the loading.
+        # Built once per benchmark object: `halluscope run` asks for the samples several times (every id,
+        # the --limit selection, the runner), and building 21,560 of them is most of the loading.
         yield from self._samples
 
     @cached_property
@@ -407,22 +388,16 @@ class Reefknot(Benchmark):
             return list(self._build_samples())
 
     def _build_samples(self) -> Iterator[Sample]:
-        quota = self._quota()
         for task in TASKS:
             if task not in self.files:
                 continue
             rows = self.official_rows[task]
-            taken = 0
             for line, row in enumerate(rows):
-                cap = quota[task]
-                if cap is not None and taken >= cap:
-                    break
                 if (
                     self.relation_types
                     and normalise_relation_type(row.get("relation_type")) not in self.relation_types
                 ):
                     continue
-                taken += 1
                 yield self._sample(task, line, row, rows)
 
     def spec(self) -> dict[str, Any]:
@@ -431,7 +406,6 @@ class Reefknot(Benchmark):
             "data": str(self.data_dir),
             "tasks": sorted(self.files),
             "relation_types": self.relation_types,
-            "limit": self.limit,
             "mode": self.mode,
             "entropy_threshold": self.entropy_threshold,
             **image_spec(self.images, self.samples(), self.missing_images),

@@ -61,22 +61,20 @@ class SyntheticBenchmark(Benchmark):
     default_extractor: ClassVar[str | None] = "rules"
     default_judge: ClassVar[str | None] = "typed"
 
-    def __init__(self, data: Path | None = None, limit: int | None = None) -> None:
+    def __init__(self, data: Path | None = None) -> None:
         self.path = Path(data) if data is not None else default_data_dir()
         if not self.path.is_dir():
             raise SyntheticDataError(
                 f"synthetic data folder {self.path} does not exist; build it with "
                 f"`halluscope build synthetic --n 100 --out {self.path}`"
             )
-        self.limit = limit
         self.scene_data  # noqa: B018 - fail early, naming the folder, if it is not a synthetic build
         self.questions  # noqa: B018
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> SyntheticBenchmark:
-        limit = options.pop("limit", None)
-        check_options("the synthetic benchmark", options, ["limit"])
-        return cls(data=data, limit=int(limit) if limit else None)
+        check_options("the synthetic benchmark", options, [])
+        return cls(data=data)
 
     @cached_property
     def scene_data(self) -> dict[str, SyntheticScene]:
@@ -98,12 +96,10 @@ class SyntheticBenchmark(Benchmark):
         return {image_id: scene.graph() for image_id, scene in self.scene_data.items()}
 
     def spec(self) -> dict[str, Any]:
-        return {"benchmark": self.name, "data": str(self.path.resolve()), "limit": self.limit}
+        return {"benchmark": self.name, "data": str(self.path.resolve())}
 
     def samples(self) -> Iterator[Sample]:
-        for count, question in enumerate(self.questions):
-            if self.limit is not None and count >= self.limit:
-                return
+        for question in self.questions:
             scene = self.scene_data[question.image_id]
             yield Sample(
                 id=question.id,

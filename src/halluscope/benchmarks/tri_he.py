@@ -123,24 +123,20 @@ class TriHE(Benchmark):
         self,
         data: Path | None = None,
         images: Path | None = None,
-        limit: int | None = None,
         missing_images: str = "refuse",
     ) -> None:
         self.path = resolve_data_path(data)
         self.images_dir = Path(images) if images else self.path.parent / "images"
-        self.limit = limit
         self.missing_images = check_missing_policy(missing_images)
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> TriHE:
         images = options.pop("images", None)
-        limit = options.pop("limit", None)
         missing = options.pop("missing_images", "refuse")
-        check_options("the Tri-HE benchmark", options, ["images", "limit", "missing_images"])
+        check_options("the Tri-HE benchmark", options, ["images", "missing_images"])
         return cls(
             data=data,
             images=Path(images) if images else None,
-            limit=int(limit) if limit else None,
             missing_images=str(missing),
         )
 
@@ -157,17 +153,12 @@ class TriHE(Benchmark):
             "benchmark": self.name,
             "data": str(self.path),
             "images": str(self.images_dir),
-            "limit": self.limit,
             **image_spec(self.images_dir, self.samples(), self.missing_images),
         }
 
     def samples(self) -> Iterator[Sample]:
-        count = 0
         for image_id, entry in self.raw.items():
             for index, instance in enumerate(entry["instance"]):
-                if self.limit is not None and count >= self.limit:
-                    return
-                count += 1
                 photo = locate_image(self.images_dir, [f"{image_id}.jpg"])
                 yield Sample(
                     id=f"{image_id}-{index}",

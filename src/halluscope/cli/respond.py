@@ -27,7 +27,9 @@ class RespondFlags:
     ]
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (created; re-run to resume).")]
     data: Annotated[Path | None, typer.Option("--data", help="Benchmark data file or folder.")] = None
-    limit: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None
+    limit: Annotated[
+        int | None, typer.Option(help="Ask only the first N samples, in the benchmark's order.")
+    ] = None
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4
     mitigation: Annotated[
         list[str] | None,
@@ -83,15 +85,17 @@ def respond(flags: RespondFlags) -> None:
 
 
 def _benchmark(flags: RespondFlags) -> Any:
-    """The benchmark, with ``--bench-opt`` and ``--limit`` among its options."""
+    """The samples to ask: the benchmark's first ``--limit`` N, as ``halluscope run`` selects them."""
     from halluscope.benchmarks import BENCHMARKS
     from halluscope.registry import UnknownComponentError
+    from halluscope.runs.selection import first_samples, limit_from_options
 
-    bench_options = parse_options(flags.bench_opt, "--bench-opt")
-    if flags.limit is not None:
-        bench_options["limit"] = flags.limit
     try:
-        return BENCHMARKS.create(flags.benchmark, data=flags.data, **bench_options)
+        chosen = limit_from_options(parse_options(flags.bench_opt, "--bench-opt"), flags.limit)
+        if chosen.note:
+            console(stderr=True).print(f"note: {chosen.note}", style="yellow", markup=False, highlight=False)
+        bench = BENCHMARKS.create(flags.benchmark, data=flags.data, **chosen.bench_options)
+        return first_samples(bench, chosen.limit)
     except (UnknownComponentError, ValueError, OSError) as error:
         fail(str(error))
 
@@ -134,7 +138,6 @@ def _collect(flags: RespondFlags, bench: Any, spec: Any, model: Any) -> dict[str
                 bench,
                 model,
                 flags.out,
-                limit=flags.limit,
                 concurrency=flags.concurrency,
                 show_progress=not flags.quiet and interactive(),
                 max_tokens=flags.max_tokens,
@@ -160,9 +163,9 @@ def _show_answered(flags: RespondFlags, bench: Any, answers: dict[str, Any]) -> 
     """How many were answered, left unasked for a missing image, or failed (exit 1 when any failed)."""
     from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPONSES_FILE
 
-    out, limit = flags.out, flags.limit
+    out = flags.out
     err = console(stderr=True)
-    total = sum(1 for _ in bench.samples()) if limit is None else min(limit, sum(1 for _ in bench.samples()))
+    total = sum(1 for _ in bench.samples())
     failed = total - len(answers)
     console().print(f"{len(answers)} of {total} answered → {out / RESPONSES_FILE}")
     no_image = _missing_images(out)

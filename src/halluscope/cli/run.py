@@ -90,7 +90,9 @@ class RunFlags:
     bench_opt: Annotated[
         list[str] | None, typer.Option(help="Benchmark option key=value (repeatable).")
     ] = None
-    limit: Annotated[int | None, typer.Option(help="Only the first N samples.")] = None
+    limit: Annotated[
+        int | None, typer.Option(help="Ask and score only the first N samples, in the benchmark's order.")
+    ] = None
     cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False
     overwrite: Annotated[bool, typer.Option(help="Discard an existing run in --out.")] = False

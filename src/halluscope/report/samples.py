@@ -120,7 +120,7 @@ def _open_benchmark(run: ReportRun) -> _BenchmarkView:
     if not name:
         return _BenchmarkView(note="the spec names no benchmark: no scene graphs")
     # The runner stores ``benchmark.spec()``: the name plus the options that recreate it (data, images, ...).
-    skip = ("benchmark", "name", "only_answered")  # the selection is in the records already
+    skip = ("benchmark", "name", "only_answered", "limit", "selected_samples")  # the selection is in the records
     options = {k: v for k, v in nested.items() if k not in skip and v is not None}
     data = options.get("data") or spec.get("data")
     if not data:

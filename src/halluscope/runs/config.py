@@ -28,6 +28,7 @@ class EvaluationError(ValueError):
 
 #: How each option is written on the command line and in :func:`halluscope.evaluate`.
 _SPELLINGS: dict[str, tuple[str, str]] = {
+    "limit": ("--limit", "limit="),
     "responses": ("--responses FILE", "responses="),
     "model": ("--model SPEC", "model="),
     "responses_key": ("--responses-key", "responses_key="),
@@ -71,6 +72,7 @@ class RunConfig(BaseModel):
     out: Path
     data: Path | None = None
     bench_options: dict[str, Any] = Field(default_factory=dict)
+    #: The first N samples of the benchmark are asked and scored (``runs.selection.first_samples``).
     limit: int | None = None
     #: Answers from a file (``responses``) or from a model asked now (``model``): exactly one of the two.
     responses: Path | None = None
@@ -105,14 +107,13 @@ class RunConfig(BaseModel):
         return cli if self.surface == "cli" else api
 
     def benchmark_options(self) -> dict[str, Any]:
-        """The benchmark's options, with ``limit`` among them when it is set."""
-        options = dict(self.bench_options)
-        if self.limit is not None:
-            options["limit"] = self.limit
-        return options
+        """The benchmark's options (the limit is not one: the run selects the samples, not the benchmark)."""
+        return dict(self.bench_options)
 
     def check(self) -> None:
         """Refuse options that contradict each other or would change nothing, naming them as written."""
+        if self.limit is not None and self.limit < 1:
+            raise EvaluationError(f"{self.flag('limit')} must be at least 1, got {self.limit}")
         if (self.responses is None) == (self.model is None):
             raise EvaluationError(
                 f"give exactly one of {self.flag('responses')} (answers you have) or {self.flag('model')} "

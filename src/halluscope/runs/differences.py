@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-#: Benchmark spec fields that count what is on disk (images found) rather than say what was asked for: a
-#: photo added since the last run, or a run made before they were recorded, does not make it another run.
-COUNTED_FIELDS = ("images_found", "images_needed", "images_outside", "text_only_samples")
+#: Benchmark spec fields that count what is on disk (images found, samples selected) rather than say what was
+#: asked for: a photo added since the last run, or a run made before they were recorded, is not another run.
+COUNTED_FIELDS = ("images_found", "images_needed", "images_outside", "text_only_samples", "selected_samples")
 
 
 def upgraded_spec(spec: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +44,10 @@ def upgraded_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 def without_counts(key: str, value: Any) -> Any:
     if key == "benchmark" and isinstance(value, dict):
-        return {k: v for k, v in value.items() if k not in COUNTED_FIELDS}
+        # "limit": null is how runs made before the run took over the limit said "no limit"; now it is absent.
+        return {
+            k: v for k, v in value.items() if k not in COUNTED_FIELDS and not (k == "limit" and v is None)
+        }
     return value
 
 

@@ -23,12 +23,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from halluscope.redact import mask_text
 from halluscope.runs.config import EvaluationError, RunConfig, StageChoice
+from halluscope.runs.selection import first_samples, limit_from_options
 from halluscope.runs.setup import (
     create_benchmark,
     create_stage,
     known_sample_ids,
     local_base_url_conflict,
     read_answers,
+    select_first,
     takes_endpoint,
     write_responses,
 )
@@ -127,13 +129,14 @@ def execute(
     hooks = hooks or WarningHooks()
     config.check()
     config = _move_old_judge_spelling(config, hooks)
-    bench = create_benchmark(config.benchmark, config.data, config.benchmark_options())
+    config = _move_limit_option(config, hooks)
+    whole = create_benchmark(config.benchmark, config.data, config.benchmark_options())
+    bench = select_first(whole, config.limit)  # the one selection the model is asked and the scoring uses
     _check_stages(config, bench)
     store = _open_cache(config, hooks)
-    known_ids = known_sample_ids(config.benchmark, config.data, config.benchmark_options(), bench)
     with _holding_out(config):  # one process writes a run folder, from the first answer to metrics.json
         try:
-            answers = _gather_answers(config, bench, store, known_ids, hooks, inline_responses)
+            answers = _gather_answers(config, whole, bench, store, hooks, inline_responses)
         except RunDirError as error:
             raise _run_dir_error(config, error) from error
         bench = _select(config, answers, hooks)
@@ -249,6 +252,18 @@ def _move_old_judge_spelling(config: RunConfig, hooks: RunHooks) -> RunConfig:
     return config.model_copy(update={"bench_options": moved.bench_options, "judge": judge})
 
 
+def _move_limit_option(config: RunConfig, hooks: RunHooks) -> RunConfig:
+    """``--bench-opt limit=N`` (the old spelling) moved to the run's limit; the note says what to write."""
+    try:
+        moved = limit_from_options(config.bench_options, config.limit, config.surface)
+    except ValueError as error:
+        raise EvaluationError(str(error)) from error
+    if moved.note is None:
+        return config
+    hooks.old_spelling(moved.note)
+    return config.model_copy(update={"bench_options": moved.bench_options, "limit": moved.limit})
+
+
 def _open_cache(config: RunConfig, hooks: RunHooks) -> Cache:
     """The run's cache; one that cannot be used is reported as a notice and the run goes on (see cache.py)."""
     from halluscope.cache import Cache
@@ -277,29 +292,33 @@ def _run_dir_error(config: RunConfig, error: Exception) -> EvaluationError:
 
 def _gather_answers(
     config: RunConfig,
+    whole: Benchmark,
     bench: Benchmark,
     store: Cache,
-    known_ids: set[str],
     hooks: RunHooks,
     inline: Iterable[Response | Mapping[str, Any]] | None,
 ) -> _Answers:
     if config.responses is not None:
-        return _read_file(config, bench, config.responses, known_ids, hooks, inline)
+        return _read_file(config, whole, bench, config.responses, hooks, inline)
     return _ask_model(config, bench, store)
 
 
 def _read_file(
     config: RunConfig,
+    whole: Benchmark,
     bench: Benchmark,
     path: Path,
-    known_ids: set[str],
     hooks: RunHooks,
     inline: Iterable[Response | Mapping[str, Any]] | None,
 ) -> _Answers:
     _check_out(config, {"model": None, "responses": str(path)})
     if inline is not None:
         write_responses(inline, path)
-    loaded = read_answers(bench, path, benchmark_ids=known_ids, key=config.responses_key)
+    # Read as the whole benchmark reads it (answers to samples past --limit are not unknown), checked against
+    # the selection ``bench``.
+    loaded = read_answers(
+        whole, path, benchmark_ids=known_sample_ids(whole), key=config.responses_key, selected=bench
+    )
     if loaded.problems:
         hooks.problems(path, loaded.problems)
         if config.strict:
@@ -310,7 +329,8 @@ def _read_file(
     if loaded.items:  # the file defines its own items (a VLMEvalKit sheet): those are measured
         from halluscope.runs.selection import items_from_responses
 
-        bench = items_from_responses(bench, loaded.items, loaded.notes.get("labels"))
+        items = items_from_responses(whole, loaded.items, loaded.notes.get("labels"))
+        bench = first_samples(items, config.limit)  # --limit takes the first N of the file's own items
     spec = {"responses": str(path), "responses_file": loaded.summary(path), "model": None}
     return _Answers(bench=bench, responses=dict(loaded.responses), spec=spec)
 
@@ -329,12 +349,12 @@ def _ask_model(config: RunConfig, bench: Benchmark, store: Cache) -> _Answers:
     except (UnknownComponentError, ValueError, TypeError) as error:
         raise EvaluationError(mask_text(f"model {config.model!r}: {error}")) from error
     spec = {"model": model.identity(), "responses": str(config.out / "responses.jsonl")}
-    _check_out(config, spec)
+    _check_out(config, {**spec, "benchmark": bench.spec()})  # another --limit too: refused before asking
 
     async def collect() -> dict[str, Response]:
         try:
             return await collect_responses(
-                bench, model, config.out, limit=config.limit,
+                bench, model, config.out,
                 concurrency=config.concurrency or RunConfig.DEFAULT_CONCURRENCY,
                 max_tokens=config.max_tokens or RunConfig.DEFAULT_MAX_TOKENS, show_progress=config.progress,
             )  # fmt: skip

@@ -31,7 +31,6 @@ import json
 import logging
 import os
 from collections.abc import Iterable
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +260,6 @@ async def collect_responses(
     model: Model,
     out_dir: Path,
     *,
-    limit: int | None = None,
     concurrency: int = 4,
     show_progress: bool = True,
     max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -271,14 +269,16 @@ async def collect_responses(
     model_name: str | None = None,
     progress: ProgressSink | None = None,
 ) -> dict[str, Response]:
-    """Ask ``model`` every (first ``limit``) sample of ``benchmark``; stream answers to ``out_dir``.
+    """Ask ``model`` every sample of ``benchmark``; stream answers to ``out_dir``.
 
-    Returns the answers of the selected samples (earlier and new), by id. Samples whose request failed are
-    absent from the result and listed in ``respond-errors.jsonl``; running again retries only them.
+    To ask only some, pass the selection the run scores (``runs.selection.first_samples(benchmark, n)``), so
+    the questions asked and the samples scored are the same ones. Returns the answers (earlier and new), by
+    id. Samples whose request failed are absent from the result and listed in ``respond-errors.jsonl``;
+    running again retries only them.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    samples = list(islice(benchmark.samples(), limit) if limit is not None else benchmark.samples())
+    samples = list(benchmark.samples())
     ids = [s.id for s in samples]
     label = model_name or model_label(model)
     generation = {

@@ -25,6 +25,7 @@ __all__ = [
     "known_sample_ids",
     "local_base_url_conflict",
     "read_answers",
+    "select_first",
     "takes_endpoint",
     "write_responses",
 ]
@@ -41,12 +42,24 @@ def create_benchmark(name: str, data: Path | None, options: Mapping[str, Any]) -
     return bench
 
 
-def known_sample_ids(name: str, data: Path | None, options: Mapping[str, Any], bench: Benchmark) -> set[str]:
-    """Every id of the benchmark: answers to samples outside a ``limit`` selection are not "unknown"."""
-    if "limit" not in options:
+def select_first(bench: Benchmark, limit: int | None) -> Benchmark:
+    """The run's selection: the first ``limit`` samples of ``bench`` (all without a limit), the ones the model
+    is asked and the scoring uses; a benchmark file that cannot be read is an :class:`EvaluationError`."""
+    from halluscope.runs.selection import first_samples
+
+    try:
+        return first_samples(bench, limit)
+    except (ValueError, OSError) as error:
+        raise EvaluationError(str(error)) from error
+
+
+def known_sample_ids(bench: Benchmark) -> set[str]:
+    """Every id of the whole benchmark (before ``--limit`` selects some): an answer to a sample outside the
+    selection belongs to the benchmark, so it is not reported as an unknown id."""
+    try:
         return {s.id for s in bench.samples()}
-    unlimited = {k: v for k, v in options.items() if k != "limit"}
-    return {s.id for s in create_benchmark(name, data, unlimited).samples()}
+    except (ValueError, OSError) as error:
+        raise EvaluationError(str(error)) from error
 
 
 def create_stage(
@@ -127,10 +140,16 @@ def local_base_url_conflict(local_stages: Iterable[str], endpoint_stage: bool) -
 
 
 def read_answers(
-    bench: Benchmark, path: Path, *, benchmark_ids: set[str] | None, key: str | None
+    bench: Benchmark,
+    path: Path,
+    *,
+    benchmark_ids: set[str] | None,
+    key: str | None,
+    selected: Benchmark | None = None,
 ) -> ResponsesFile:
     """The answers in ``path`` as the benchmark reads them; an :class:`EvaluationError` naming the file when
-    it cannot be read (missing, not text, bad JSON) or holds no answer to any selected sample."""
+    it cannot be read (missing, not text, bad JSON) or holds no answer to any selected sample (of
+    ``selected``, the run's ``--limit`` selection, when given; else of ``bench``)."""
     from halluscope.responses import ResponsesError
 
     path = Path(path)
@@ -146,8 +165,9 @@ def read_answers(
         named = str(path) in message or path.name in message
         raise EvaluationError(message if named else f"{path}: {message}") from error
     # A file that defines its own items (a VLMEvalKit POPE sheet) is measured on those.
-    selected = {s.id for s in loaded.items} if loaded.items else {s.id for s in bench.samples()}
-    if not any(sample_id in selected for sample_id in loaded.responses):
+    chosen = loaded.items if loaded.items else (selected or bench).samples()
+    selected_ids = {s.id for s in chosen}
+    if not any(sample_id in selected_ids for sample_id in loaded.responses):
         if not loaded.responses:
             why = (
                 "holds no answer" if not loaded.problems else f"holds no usable answer ({loaded.problems[0]})"
@@ -155,7 +175,7 @@ def read_answers(
         else:
             example = next(iter(loaded.responses))
             why = (
-                f"answers none of the {len(selected)} selected {bench.name} samples ({len(loaded.responses)} "
+                f"answers none of the {len(selected_ids)} selected {bench.name} samples ({len(loaded.responses)} "
                 f"answer(s) for other ids, e.g. {example!r})"
             )
         raise EvaluationError(f"{path} {why}; nothing would be measured")
