@@ -175,15 +175,15 @@ def _chair(tmp_path: Path) -> dict[str, Any]:
 
 #: Every benchmark that takes ``images=``: how to open it on data at hand (the released files for two).
 LOADERS: dict[str, Callable[[Path], dict[str, Any]]] = {
-    "pope": lambda _: {"data": POPE_EXCERPT, "sources": "coco", "settings": "random", "limit": 2},
-    "amber": lambda _: {"data": AMBER_EXCERPT, "types": "existence", "limit": 2},
+    "pope": lambda _: {"data": POPE_EXCERPT, "sources": "coco", "settings": "random"},
+    "amber": lambda _: {"data": AMBER_EXCERPT, "types": "existence"},
     "hallusionbench": lambda _: {"data": HALLUSIONBENCH_EXCERPT},
-    "tri-he": lambda _: {"data": tri_he_layout(), "limit": 2},
-    "reefknot": lambda _: {"data": reefknot_layout(), "limit": 2},
+    "tri-he": lambda _: {"data": tri_he_layout()},
+    "reefknot": lambda _: {"data": reefknot_layout()},
     "prove": lambda _: {"data": REPO_ROOT / "tests" / "data" / "prove" / "prove.json"},
     "chair": _chair,
     "hqh": lambda _: {"data": HQH_DIR / "HQH.json"},
-    "mmhal": lambda _: {"data": MMHAL_DIR / "response_template.json", "limit": 2},
+    "mmhal": lambda _: {"data": MMHAL_DIR / "response_template.json"},
 }
 _RELEASED = {"hqh", "mmhal"}
 
