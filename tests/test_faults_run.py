@@ -416,3 +416,21 @@ def test_a_step_that_never_awaits_is_stopped_too(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 130 and "interrupted; re-run the same command to resume" in said
+
+
+def test_evaluate_raises_evaluation_error_when_nothing_was_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In Python as on the command line: a run with no figure fails; it does not return a result of None's."""
+    from halluscope.api import EvaluationError, evaluate
+    from halluscope.types import SampleRecord
+
+    async def no_scene_graphs(self: TriHE, pairs: Any, ctx: Any) -> list[SampleRecord]:
+        return [SampleRecord(id=s.id, prompt=s.prompt, response=r.response, failure="no scene graph",
+                             failed_stage="input") for s, r in pairs]  # fmt: skip
+
+    monkeypatch.setattr(TriHE, "score_many", no_scene_graphs)
+    with pytest.raises(EvaluationError, match=r"nothing was measured: none of the 3 samples was scored"):
+        evaluate("tri-he", data=tri_he_layout(), responses=answers_file(tmp_path), limit=N, judge="typed",
+                 judge_options={"model": "off"}, out=tmp_path / "run", cache=False, progress=False)
+    assert (tmp_path / "run" / "metrics.json").exists()  # kept to inspect

@@ -228,7 +228,7 @@ def _execute(config: RunConfig, inline: list[Response | Mapping[str, Any]] | Non
     import warnings
 
     from halluscope.runs.evaluation import execute
-    from halluscope.runs.runner import StageFailureError
+    from halluscope.runs.runner import NothingMeasuredError, StageFailureError
 
     try:
         outcome = execute(config, inline_responses=inline)
@@ -236,6 +236,8 @@ def _execute(config: RunConfig, inline: list[Response | Mapping[str, Any]] | Non
         raise EvaluationError(
             f"{error} (metrics.json in {config.out} rests on the samples that were scored)"
         ) from error
+    except NothingMeasuredError as error:  # a run with no figure is a failed run, not an empty result
+        raise EvaluationError(f"{error} (metrics.json in {config.out} is kept to inspect)") from error
     if outcome.responses_file.get("items_from_file"):
         labels = outcome.responses_file.get("labels", "the file's own")
         warnings.warn(f"{config.responses}: labels are {labels}", stacklevel=3)
