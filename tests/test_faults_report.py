@@ -56,8 +56,8 @@ def answer_or_entail(body: Any) -> Reply:
 def run_with_key_in_urls(tmp_path: Path, server: ScriptedServer) -> Any:
     url = with_key(server.base_url)
     return invoke(
-        "run", "-b", "reefknot", "--data", str(reefknot_layout()), "--bench-opt", "tasks=yesno,vqa",
-        "--limit", "6", "--model", f"openai/vlm?base_url={url}&text_only=true",
+        "run", "-b", "reefknot", "--data", str(reefknot_layout()), "--bench-opt", "tasks=vqa",
+        "--limit", "4", "--model", f"openai/vlm?base_url={url}&text_only=true",
         "--judge", "llm", "--judge-model", "m", "--base-url", url,
         "--out", str(tmp_path / "run"), "--no-cache", "--quiet",
     )  # fmt: skip
