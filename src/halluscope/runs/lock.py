@@ -103,6 +103,7 @@ def run_dir_lock(out_dir: Path) -> Iterator[None]:
         finally:
             _release(key)
         return
+    created = not folder.exists()
     with run_dir_writes(out_dir):
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -126,7 +127,21 @@ def run_dir_lock(out_dir: Path) -> Iterator[None]:
     try:
         yield
     finally:
+        if created:
+            _remove_if_unused(folder)
         _release(key)
+
+
+def _remove_if_unused(folder: Path) -> None:
+    """Remove a folder this run created and left holding only its lock file (the run was refused at set-up).
+
+    A refused run must leave nothing behind: no empty folder that a later ``--out`` would take for a run.
+    Done while the lock is still held, so no other process is between its checks and its first write.
+    """
+    with contextlib.suppress(OSError):
+        if [entry.name for entry in folder.iterdir()] == [LOCK_FILE]:
+            (folder / LOCK_FILE).unlink()
+            folder.rmdir()
 
 
 def _release(key: tuple[Path, int]) -> None:
