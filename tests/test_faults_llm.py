@@ -362,8 +362,8 @@ def say(**fields):
 
 with LocalLLM() as local:
     server = local.server()
-    say(pid=server.pid, own_group=os.getpgid(server.pid) != os.getpgid(0))
-    try:
+    try:  # the test may press Ctrl-C as soon as it reads this line, before the print has returned
+        say(pid=server.pid, own_group=os.getpgid(server.pid) != os.getpgid(0))
         time.sleep(300)
     except KeyboardInterrupt:
         # A Ctrl-C that reached the server too has stopped it within a few seconds.
