@@ -239,6 +239,19 @@ def _same(got: Any, want: Any, where: str = "", rel_tol: float = EXACT_FLOATS) -
     return [] if got == want else [f"{where}: {got!r} != {want!r}"]
 
 
+def _check_intervals(name: str, metrics: dict[str, Any]) -> None:
+    """Each declared headline's interval bounds the very figure the benchmark reports: the declaration's point
+    estimate equals the benchmark's own number, and lies inside its interval."""
+    for metric, interval in metrics.get("intervals", {}).items():
+        value = metrics["metrics"].get(metric)
+        if interval is None:
+            assert value is None, f"{name}: {metric} = {value} has no interval"
+            continue
+        assert value is not None, f"{name}: {metric} has an interval but no value"
+        assert math.isclose(interval["estimate"], value, rel_tol=1e-9, abs_tol=1e-9), (name, metric, interval, value)
+        assert interval["low"] - 1e-6 <= value <= interval["high"] + 1e-6, (name, metric, interval, value)
+
+
 def _check(name: str, make: Callable[[Path], list[str]], tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["run", *make(tmp_path), "--out", str(out), "--no-cache", "-q"]
@@ -251,6 +264,7 @@ def _check(name: str, make: Callable[[Path], list[str]], tmp_path: Path) -> None
         golden.write_text(json.dumps(metrics, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     want = json.loads(golden.read_text(encoding="utf-8"))
     assert any(v is not None for v in metrics["metrics"].values()), f"{name}: the fixed input gave no figure"
+    _check_intervals(name, metrics)
     differences = _same(metrics, want, rel_tol=FLOAT_TOLERANCE.get(name, EXACT_FLOATS))
     assert not differences, f"{name}: metrics.json differs from {golden.name}:\n" + "\n".join(differences[:20])
 

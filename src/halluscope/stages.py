@@ -136,6 +136,55 @@ class ScoringContext:
     options: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class MetricDeclaration:
+    """One headline metric as a benchmark declares it: what it aggregates, how, and over which units.
+
+    Why declared: the interval on every headline number, the paired test between two runs and the smallest
+    difference a benchmark can see are computed once, in ``metrics.declared``, from these declarations and
+    the benchmark's :meth:`Benchmark.metric_tables`, never re-implemented per benchmark. The point estimate a
+    declaration gives equals the benchmark's own figure in ``metrics.json`` (tested for every benchmark).
+
+    ``statistic`` is ``"ratio"`` (``scale · Σ components[0] / Σ components[1]``: an accuracy, a rate, CHAIRi,
+    a mean score) or ``"f1"`` (components are true positives, false positives, false negatives).
+    ``table`` names the benchmark's table of per-item components it reads (``"items"`` by default; a
+    benchmark whose metric counts figures or question sets gives a table with one row per figure), and
+    ``unit`` what one resampling unit of that table is (``"item"`` when rows are independent, else the image,
+    figure, question set or caption rows share).
+    """
+
+    name: str
+    statistic: str
+    components: tuple[str, ...]
+    scale: float = 100.0
+    higher_is_better: bool = True
+    table: str = "items"
+    unit: str = "item"
+    #: Shown to users beside the number: what it measures, in a few words.
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        wanted = {"ratio": 2, "f1": 3}
+        if self.statistic not in wanted:
+            raise ValueError(f"metric {self.name!r}: statistic must be one of {sorted(wanted)}, not {self.statistic!r}")
+        if len(self.components) != wanted[self.statistic]:
+            raise ValueError(
+                f"metric {self.name!r}: a {self.statistic} takes {wanted[self.statistic]} components, "
+                f"got {list(self.components)}"
+            )
+
+
+@dataclass
+class MetricTable:
+    """Per-item components of a benchmark's metrics: row ``i`` is item ``ids[i]`` (a sample id, or a figure or
+    question-set id for a table over those), in resampling unit ``clusters[i]`` (None: every row its own
+    unit), with ``components[name][i]`` its value of each component (1/0 for a hit, a count, a score)."""
+
+    ids: list[str]
+    components: dict[str, list[float]]
+    clusters: list[str] | None = None
+
+
 class Benchmark(ABC):
     """One benchmark's data, scoring and metrics."""
 
@@ -194,3 +243,13 @@ class Benchmark(ABC):
     @abstractmethod
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         """Pure function of the scored records: never calls a model."""
+
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        """The headline metrics of this run (they may depend on its mode), each computable from
+        :meth:`metric_tables`; intervals, paired tests and detectable differences are made from them."""
+        return ()
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        """The tables of per-item components that :meth:`metric_declarations` name, from the scored records
+        (the same records :meth:`metrics` counts, so the figures agree)."""
+        return {}

@@ -217,3 +217,7 @@ class MetricsReport(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     #: Anything else worth keeping that is not a single number (distributions, curves).
     details: dict[str, Any] = Field(default_factory=dict)
+    #: The confidence interval of each headline metric the benchmark declares, on the metric's scale:
+    #: ``low``, ``high``, ``level``, ``method``, resampling ``unit``, ``n`` items, ``units``, ``seed``,
+    #: ``resamples``; None where the metric is undefined. Empty for a benchmark that declares none.
+    intervals: dict[str, dict[str, Any] | None] = Field(default_factory=dict)

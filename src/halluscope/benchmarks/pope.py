@@ -51,10 +51,12 @@ from halluscope.benchmarks.closed import (
     yes_no_record,
 )
 from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
+from halluscope.benchmarks.yes_no import yes_no_declarations, yes_no_table
 from halluscope.cache import default_cache_dir
 from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.options import check_options
 from halluscope.responses import ResponsesFile
+from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["PROMPTS", "SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
@@ -399,6 +401,14 @@ class Pope(Benchmark):
             yes_no_record(s, r, mode=self.mode, paper_rule=pope_paper_rule, fields=_RECORD_FIELDS)
             for s, r in pairs
         ]
+
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        # VLMEvalKit's reading pools differently (its own yes/no extraction); its figures stay bare for now.
+        return () if self.mode == "vlmevalkit" else yes_no_declarations("image")
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        # POPE asks six questions of each image, in each of its three settings: the image is the unit.
+        return {"items": yes_no_table(records, cluster=lambda r: r.image_id or r.id)}
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.yesno import yes_no_report

@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from halluscope.judges.answers import ParsedAnswer, parse_yes_no
+from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
 
-__all__ = ["MODES", "check_mode", "yes_no_record"]
+__all__ = ["MODES", "check_mode", "yes_no_declarations", "yes_no_record", "yes_no_table"]
 
 MODES = ("robust", "paper")
 
@@ -88,3 +89,60 @@ def check_prompt(value: Any, prompts: Mapping[str, str], where: str) -> str:
     if text not in prompts:
         raise ValueError(f"{where}: prompt={value!r}; choose one of: {', '.join(prompts)}")
     return text
+
+
+def yes_no_declarations(unit: str = "item", *, scale: float = 100.0) -> tuple[MetricDeclaration, ...]:
+    """The yes/no headline (accuracy, precision, recall, F1 with "yes" positive, yes-ratio) over rows of
+    :func:`yes_no_table`; ``unit`` is what the table's clusters are (POPE's six questions share an image)."""
+
+    def declare(
+        name: str, statistic: str, components: tuple[str, ...], description: str, higher: bool = True
+    ) -> MetricDeclaration:
+        return MetricDeclaration(
+            name=name, statistic=statistic, components=components, scale=scale, higher_is_better=higher,
+            unit=unit, description=description,
+        )  # fmt: skip
+
+    return (
+        declare("accuracy", "ratio", ("correct", "answered"), "answered questions answered right"),
+        declare("precision", "ratio", ("tp", "said_positive"), "answers of the positive class that are right"),
+        declare("recall", "ratio", ("tp", "truly_positive"), "questions of the positive class answered so"),
+        declare("f1", "f1", ("tp", "fp", "fn"), "F1 of the positive class"),
+        # Neither direction is better: 50 % is a model without a bias towards yes or no.
+        declare("yes_ratio", "ratio", ("said_yes", "answered"), "answers that are yes (50 is unbiased)", False),
+    )
+
+
+def yes_no_table(
+    records: Sequence[SampleRecord], *, cluster: Callable[[SampleRecord], str] | None = None, positive: str = "yes"
+) -> MetricTable:
+    """One row per scored record (no failure, a label), as the yes/no report counts them: ``prediction`` of
+    the run's mode, unanswered rows with every component 0 so they count in no rate."""
+    ids: list[str] = []
+    clusters: list[str] = []
+    columns: dict[str, list[float]] = {
+        k: [] for k in ("correct", "answered", "tp", "fp", "fn", "said_positive", "truly_positive", "said_yes")
+    }
+    for record in records:
+        label = record.field("label")
+        if record.failure is not None or label is None:
+            continue
+        prediction = record.field("prediction")
+        answered = prediction is not None
+        said_positive = answered and prediction == positive
+        truly_positive = str(label) == positive
+        row = {
+            "answered": answered,
+            "correct": answered and prediction == str(label),
+            "tp": said_positive and truly_positive,
+            "fp": said_positive and not truly_positive,
+            "fn": answered and not said_positive and truly_positive,
+            "said_positive": said_positive,
+            "truly_positive": answered and truly_positive,
+            "said_yes": answered and prediction == "yes",
+        }
+        for name, value in row.items():
+            columns[name].append(float(value))
+        ids.append(record.id)
+        clusters.append(cluster(record) if cluster is not None else record.id)
+    return MetricTable(ids=ids, components=columns, clusters=clusters if cluster is not None else None)

@@ -31,12 +31,13 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from halluscope.gcpause import gc_frozen
 from halluscope.jsonio import write_json_atomic
+from halluscope.metrics.stats.interval import DEFAULT_LEVEL
 from halluscope.redact import mask_data
 from halluscope.runs.differences import (
     comparable_identity,
@@ -252,8 +253,12 @@ async def run_benchmark_async(
     overwrite: bool = False,
     max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
     model_failures: Mapping[str, str] | None = None,
+    interval_level: float = DEFAULT_LEVEL,
 ) -> MetricsReport:
     """Score every sample of ``benchmark`` into ``out_dir``; see the module docstring for resuming.
+
+    Each headline metric the benchmark declares gets its ``interval_level`` confidence interval in
+    ``metrics.json`` (``intervals``), computed from the declarations, never per benchmark.
 
     Raises :class:`StageFailureError` (after writing ``metrics.json``) when a stage failed on every sample
     that reached it or on more than ``max_failure_share`` of them. ``model_failures`` (sample id → error)
@@ -290,6 +295,7 @@ async def run_benchmark_async(
             )  # fmt: skip
             records = read_records(out_dir)
             report = benchmark.metrics(records)
+            report.intervals = headline_intervals(benchmark, records, interval_level)
         report.counts["corrupt_log_lines"] = len(scan.corrupt)
         if scan.corrupt:
             report.details["corrupt_log_lines"] = [
@@ -299,6 +305,30 @@ async def run_benchmark_async(
         write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
     _check_outcome(records, report, max_failure_share)
     return report
+
+
+def headline_intervals(
+    benchmark: Benchmark, records: Sequence[SampleRecord], level: float = DEFAULT_LEVEL
+) -> dict[str, dict[str, Any] | None]:
+    """The interval of each metric the benchmark declares, as ``metrics.json`` holds them."""
+    from halluscope.metrics.declared import declared_intervals, declared_value
+
+    declarations = benchmark.metric_declarations()
+    if not declarations:
+        return {}
+    tables = benchmark.metric_tables(records)
+    intervals = declared_intervals(declarations, tables, level=level)
+    out: dict[str, dict[str, Any] | None] = {}
+    for declaration in declarations:
+        interval = intervals[declaration.name]
+        if interval is None:
+            out[declaration.name] = None
+            continue
+        # The declaration's own point estimate, kept beside its interval: it must equal the benchmark's figure
+        # (the golden test checks it for every benchmark), so the interval bounds the number the user reads.
+        estimate = declared_value(declaration, tables)
+        out[declaration.name] = {"estimate": estimate, **interval.to_json(digits=6)}
+    return out
 
 
 async def _score_pending(
@@ -363,6 +393,7 @@ def run_benchmark(
     overwrite: bool = False,
     max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
     model_failures: Mapping[str, str] | None = None,
+    interval_level: float = DEFAULT_LEVEL,
 ) -> MetricsReport:
     """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked.
 
@@ -380,6 +411,7 @@ def run_benchmark(
                 chunk_size=chunk_size,
                 progress=progress,
                 overwrite=overwrite,
+                interval_level=interval_level,
                 max_failure_share=max_failure_share,
                 model_failures=model_failures,
             )

@@ -1,0 +1,187 @@
+"""Intervals and paired comparisons for every benchmark, made once from its metric declarations.
+
+A benchmark declares its headline metrics (:class:`halluscope.stages.MetricDeclaration`: which components,
+ratio or F1, over which resampling unit) and gives the per-item components in tables
+(:meth:`halluscope.stages.Benchmark.metric_tables`). Everything here works on those two alone, so POPE's
+F1 over images, HallusionBench's figure accuracy and CHAIRi over captions all get their interval, their
+paired test and their detectable difference from the same code.
+
+Which interval: a share of independent items (a ratio of 0/1 hits over 1s, each row its own unit) gets
+Wilson's score interval, exact enough at any size and never outside [0, 100]; everything else (F1, a ratio
+of counts, rows that share an image) gets the seeded cluster bootstrap over the declared unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from halluscope.metrics.stats import (
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    ClusteredSums,
+    Interval,
+    PairedComparison,
+    Statistic,
+    cluster_bootstrap,
+    f1,
+    mcnemar_exact,
+    paired_bootstrap,
+    proportion_interval,
+    ratio,
+    with_holm,
+)
+from halluscope.stages import MetricDeclaration, MetricTable
+
+__all__ = [
+    "DEFAULT_SEED",
+    "DeclaredValue",
+    "compare_declared",
+    "declared_intervals",
+    "declared_sums",
+    "declared_value",
+    "statistic_of",
+]
+
+#: The bootstrap seed when none is given: the same run always gets the same interval.
+DEFAULT_SEED = 0
+
+
+def statistic_of(declaration: MetricDeclaration) -> Statistic:
+    """The vectorised statistic a declaration names, on the declared scale."""
+    if declaration.statistic == "ratio":
+        numerator, denominator = declaration.components
+        return ratio(numerator, denominator, scale=declaration.scale)
+    tp, fp, fn = declaration.components
+    return f1(tp, fp, fn, scale=declaration.scale)
+
+
+def _table(declaration: MetricDeclaration, tables: Mapping[str, MetricTable]) -> MetricTable:
+    table = tables.get(declaration.table)
+    if table is None:
+        raise ValueError(
+            f"metric {declaration.name!r} reads table {declaration.table!r}, which the benchmark does not give "
+            f"(it gives {', '.join(sorted(tables)) or 'none'})"
+        )
+    missing = [c for c in declaration.components if c not in table.components]
+    if missing:
+        raise ValueError(f"metric {declaration.name!r}: table {declaration.table!r} lacks {', '.join(missing)}")
+    return table
+
+
+def declared_sums(
+    declaration: MetricDeclaration, tables: Mapping[str, MetricTable], *, ids: set[str] | None = None
+) -> ClusteredSums | None:
+    """The declaration's components summed per resampling unit; only rows whose id is in ``ids`` when given
+    (the items two runs share). None when no row is left."""
+    table = _table(declaration, tables)
+    keep = [i for i, row_id in enumerate(table.ids) if ids is None or row_id in ids]
+    if not keep:
+        return None
+    components = {name: np.asarray(table.components[name], dtype=float)[keep] for name in declaration.components}
+    clusters = None if table.clusters is None else [table.clusters[i] for i in keep]
+    item_ids = [table.ids[i] for i in keep]
+    return ClusteredSums.from_items(components, clusters, unit=declaration.unit, item_ids=item_ids)
+
+
+def declared_value(declaration: MetricDeclaration, tables: Mapping[str, MetricTable]) -> float | None:
+    """The metric's point estimate from its declaration: equal to the benchmark's own figure."""
+    sums = declared_sums(declaration, tables)
+    return None if sums is None else sums.evaluate(statistic_of(declaration))
+
+
+def _is_share_of_independent_items(declaration: MetricDeclaration, sums: ClusteredSums) -> bool:
+    """A ratio of 0/1 hits over rows that each count once, every row its own unit: a plain proportion."""
+    if declaration.statistic != "ratio" or sums.units != sums.n:
+        return False
+    hits, items = sums.sums[:, 0], sums.sums[:, 1]
+    return bool(np.all(np.isin(items, (0.0, 1.0))) and np.all(np.isin(hits, (0.0, 1.0))) and np.all(hits <= items))
+
+
+def _interval(
+    declaration: MetricDeclaration, sums: ClusteredSums, level: float, resamples: int, seed: int
+) -> Interval | None:
+    if _is_share_of_independent_items(declaration, sums):
+        hits, items = (round(float(total[0])) for total in sums.totals().values())
+        interval = proportion_interval(hits, items, level=level, unit=declaration.unit)
+        return None if interval is None else interval.scaled(declaration.scale)
+    return cluster_bootstrap(sums, statistic_of(declaration), level=level, resamples=resamples, seed=seed)
+
+
+def declared_intervals(
+    declarations: Sequence[MetricDeclaration],
+    tables: Mapping[str, MetricTable],
+    *,
+    level: float = DEFAULT_LEVEL,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, Interval | None]:
+    """Each declared metric's interval at ``level``; None where the metric is undefined on these records."""
+    intervals: dict[str, Interval | None] = {}
+    for declaration in declarations:
+        sums = declared_sums(declaration, tables)
+        intervals[declaration.name] = None if sums is None else _interval(declaration, sums, level, resamples, seed)
+    return intervals
+
+
+@dataclass(frozen=True)
+class DeclaredValue:
+    """A metric's value with its interval, as shown to users."""
+
+    declaration: MetricDeclaration
+    value: float | None
+    interval: Interval | None
+
+
+def _mcnemar_counts(baseline: ClusteredSums, candidate: ClusteredSums) -> tuple[int, int] | None:
+    """The discordant counts when both runs' metric is a share of the same independent 0/1 items."""
+    order = {cluster: row for row, cluster in enumerate(candidate.cluster_ids)}
+    cand = candidate.sums[[order[c] for c in baseline.cluster_ids]]
+    base = baseline.sums
+    if not np.array_equal(base[:, 1], cand[:, 1]):
+        return None
+    only_baseline = int(np.count_nonzero((base[:, 0] == 1) & (cand[:, 0] == 0)))
+    only_candidate = int(np.count_nonzero((base[:, 0] == 0) & (cand[:, 0] == 1)))
+    return only_baseline, only_candidate
+
+
+def compare_declared(
+    declarations: Sequence[MetricDeclaration],
+    baseline: Mapping[str, MetricTable],
+    candidate: Mapping[str, MetricTable],
+    *,
+    level: float = DEFAULT_LEVEL,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, PairedComparison | None]:
+    """Candidate minus baseline for each declared metric, on the rows both runs scored, Holm-adjusted across
+    the metrics compared.
+
+    The interval is the paired cluster bootstrap; the p-value McNemar's exact test where the metric is a
+    share of independent 0/1 items (the same items in both runs), the paired bootstrap otherwise. None for a
+    metric with no shared rows or undefined in either run.
+    """
+    results: dict[str, PairedComparison | None] = {}
+    for declaration in declarations:
+        shared = set(_table(declaration, baseline).ids) & set(_table(declaration, candidate).ids)
+        base_sums = declared_sums(declaration, baseline, ids=shared)
+        cand_sums = declared_sums(declaration, candidate, ids=shared)
+        if base_sums is None or cand_sums is None:
+            results[declaration.name] = None
+            continue
+        comparison = paired_bootstrap(
+            base_sums, cand_sums, statistic_of(declaration), level=level, resamples=resamples, seed=seed
+        )
+        if (
+            comparison is not None
+            and _is_share_of_independent_items(declaration, base_sums)
+            and _is_share_of_independent_items(declaration, cand_sums)
+        ):
+            counts = _mcnemar_counts(base_sums, cand_sums)
+            if counts is not None:
+                comparison = comparison.model_copy(update={"p_value": mcnemar_exact(*counts), "test": "mcnemar-exact"})
+        results[declaration.name] = comparison
+    adjusted = with_holm({name: c for name, c in results.items() if c is not None})
+    return {name: adjusted.get(name) for name in results}
