@@ -5,7 +5,7 @@ The public nouns are few: :class:`Sample`, :class:`Response`, :class:`Claim`, :c
 benchmarks, models, extractors and judges. Everything heavy is imported lazily.
 """
 
-from halluscope.api import EvaluationResult, evaluate, load_run
+from halluscope.api import EvaluationResult, compare, evaluate, load_run
 from halluscope.types import (
     Claim,
     ErrorType,
@@ -29,6 +29,7 @@ __all__ = [
     "Verdict",
     "VerdictLabel",
     "__version__",
+    "compare",
     "evaluate",
     "load_run",
 ]

@@ -15,10 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from halluscope.runs.config import EvaluationError, RunConfig, StageChoice
 from halluscope.types import MetricsReport, Response, SampleRecord
+
+if TYPE_CHECKING:
+    from halluscope.report.compare import RunComparison
 
 __all__ = ["EvaluationError", "EvaluationResult", "evaluate", "load_run"]
 
@@ -41,6 +44,12 @@ class EvaluationResult:
     @property
     def groups(self) -> dict[str, dict[str, float | None]]:
         return self.report.groups
+
+    @property
+    def intervals(self) -> dict[str, dict[str, Any] | None]:
+        """Each declared headline metric's confidence interval (``low``, ``high``, ``level``, ``method``,
+        ``unit``, ``n``, ``units``, ...), as in ``metrics.json``."""
+        return self.report.intervals
 
     @property
     def counts(self) -> dict[str, int]:
@@ -105,6 +114,21 @@ def load_run(run_dir: str | Path) -> EvaluationResult:
     except RunDirError as error:
         raise EvaluationError(str(error)) from error
     return EvaluationResult(run_dir=path, report=report)
+
+
+def compare(baseline: str | Path, *candidates: str | Path, level: float = 0.95) -> list[RunComparison]:
+    """Each candidate run against ``baseline``, item by item on the items both scored: per declared headline
+    metric the difference, its paired interval at ``level``, a p-value and its Holm adjustment across every
+    metric and candidate (as ``halluscope report BASELINE CANDIDATE``). Raises :class:`EvaluationError` for
+    runs of different benchmarks, with no item in common, or without saved metric tables."""
+    from halluscope.report.compare import ComparisonError, compare_runs
+
+    if not candidates:
+        raise EvaluationError("compare() needs a baseline run and at least one candidate run")
+    try:
+        return compare_runs(Path(baseline), [Path(c) for c in candidates], level=level)
+    except ComparisonError as error:
+        raise EvaluationError(str(error)) from error
 
 
 # --- evaluate -------------------------------------------------------------------------------------------

@@ -157,7 +157,8 @@ class MetricDeclaration:
     statistic: str
     components: tuple[str, ...]
     scale: float = 100.0
-    higher_is_better: bool = True
+    #: Which direction is better: True, False, or None where neither is (a yes-ratio, 50 % being unbiased).
+    higher_is_better: bool | None = True
     table: str = "items"
     unit: str = "item"
     #: Shown to users beside the number: what it measures, in a few words.

@@ -96,7 +96,7 @@ def yes_no_declarations(unit: str = "item", *, scale: float = 100.0) -> tuple[Me
     :func:`yes_no_table`; ``unit`` is what the table's clusters are (POPE's six questions share an image)."""
 
     def declare(
-        name: str, statistic: str, components: tuple[str, ...], description: str, higher: bool = True
+        name: str, statistic: str, components: tuple[str, ...], description: str, higher: bool | None = True
     ) -> MetricDeclaration:
         return MetricDeclaration(
             name=name, statistic=statistic, components=components, scale=scale, higher_is_better=higher,
@@ -109,7 +109,7 @@ def yes_no_declarations(unit: str = "item", *, scale: float = 100.0) -> tuple[Me
         declare("recall", "ratio", ("tp", "truly_positive"), "questions of the positive class answered so"),
         declare("f1", "f1", ("tp", "fp", "fn"), "F1 of the positive class"),
         # Neither direction is better: 50 % is a model without a bias towards yes or no.
-        declare("yes_ratio", "ratio", ("said_yes", "answered"), "answers that are yes (50 is unbiased)", False),
+        declare("yes_ratio", "ratio", ("said_yes", "answered"), "answers that are yes (50 is unbiased)", None),
     )
 
 

@@ -20,17 +20,43 @@ def report(
     quality: Annotated[
         Path | None, typer.Option(help="With --html: add this quality.json (`halluscope quality`) as a section.")
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            help="Compare every other run of the same benchmark with this one, item by item: the difference, "
+            "its interval and a p-value per headline metric (Holm-adjusted). Default: the first run, when "
+            "two or more runs of one benchmark are given."
+        ),
+    ] = None,
+    ci: Annotated[
+        float, typer.Option("--ci", min=0.5, max=0.999, help="Confidence level of every interval shown.")
+    ] = 0.95,
+    power: Annotated[
+        bool,
+        typer.Option(
+            "--power", help="Show, per run and headline metric, the smallest difference detectable at 80 % power "
+            "and a 5 % level with this many items and this clustering."
+        ),
+    ] = False,
 ) -> None:
-    """Print a comparison table of runs (rows) and their metrics (columns)."""
+    """Print a comparison table of runs (rows) and their metrics (columns), each headline with its interval;
+    runs of one benchmark are compared item by item with the first (or --baseline)."""
+    from halluscope.report.compare import ComparisonError
     from halluscope.report.table import rich_table, summarise_run, to_csv, to_markdown, write_text
     from halluscope.runs.store import RunDirError
 
     try:
-        summaries = [summarise_run(d) for d in run_dirs]
+        summaries = [summarise_run(d, level=ci) for d in run_dirs]
     except RunDirError as error:
         fail(str(error))
     out = console()
     out.print(rich_table(summaries, title="halluscope runs", width=out.width))
+    try:
+        _print_comparisons(run_dirs, [s.benchmark for s in summaries], baseline, ci)
+        if power:
+            _print_power(run_dirs, ci)
+    except ComparisonError as error:
+        fail(str(error))
     if csv:
         out.print(f"CSV: {write_text(csv, to_csv(summaries))}")
     if markdown:
@@ -48,6 +74,40 @@ def report(
             except (OSError, ValueError) as error:
                 fail(f"{quality}: not a quality.json written by `halluscope quality` ({error})")
         out.print(f"HTML: {write_html_report(list(run_dirs), html, quality_html=section)}")
+
+
+def _print_comparisons(run_dirs: list[Path], benchmarks: list[str], baseline: Path | None, level: float) -> None:
+    """The paired comparisons: every run of the baseline's benchmark against the baseline."""
+    from halluscope.report.compare import ComparisonError, compare_runs
+    from halluscope.report.comparison_view import comparison_table
+
+    if baseline is None:
+        if len(run_dirs) < 2 or len(set(benchmarks)) != 1:
+            return
+        try:  # not asked for: runs that cannot be paired are said so, and the table above stands
+            _print_comparisons(run_dirs, benchmarks, run_dirs[0], level)
+        except ComparisonError as error:
+            console().print(f"not compared: {error}")
+        return
+    base_key = Path(baseline).resolve()
+    base_benchmark = next((b for d, b in zip(run_dirs, benchmarks, strict=True) if d.resolve() == base_key), None)
+    others = [(d, b) for d, b in zip(run_dirs, benchmarks, strict=True) if d.resolve() != base_key]
+    # A baseline outside the runs listed is compared with all of them (compare_runs refuses another benchmark).
+    candidates = [d for d, b in others if base_benchmark is None or b == base_benchmark]
+    skipped = [str(d) for d, _ in others if d not in candidates]
+    out = console()
+    if skipped:
+        out.print(f"not compared with {baseline} (another benchmark): {', '.join(skipped)}")
+    if not candidates:
+        return
+    for comparison in compare_runs(baseline, candidates, level=level):
+        out.print(comparison_table(comparison, level))
+
+
+def _print_power(run_dirs: list[Path], level: float) -> None:
+    from halluscope.report.comparison_view import power_table
+
+    console().print(power_table(run_dirs, level))
 
 
 def register(app: typer.Typer) -> None:

@@ -220,7 +220,8 @@ class CliHooks:
 def show_metrics(report: Any, flags: RunFlags) -> None:
     from halluscope.report.table import metrics_table
 
-    console().print(metrics_table(report.metrics, report.counts, title=f"{report.benchmark} — {flags.out}"))
+    title = f"{report.benchmark} — {flags.out}"
+    console().print(metrics_table(report.metrics, report.counts, title=title, intervals=report.intervals))
 
 
 def show_outcome(outcome: RunOutcome, flags: RunFlags) -> None:

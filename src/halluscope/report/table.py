@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,9 @@ class RunSummary:
     judge: str
     metrics: dict[str, float | None]
     counts: dict[str, int] = field(default_factory=dict)
+    #: The declared headlines' intervals (metric -> (low, high)), at :attr:`level`.
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    level: float | None = None
 
 
 def _component_name(value: Any) -> str:
@@ -36,10 +40,25 @@ def _component_name(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def summarise_run(run_dir: Path) -> RunSummary:
+def _stored_intervals(stored: dict[str, dict[str, Any] | None]) -> tuple[dict[str, tuple[float, float]], float | None]:
+    intervals = {name: (float(i["low"]), float(i["high"])) for name, i in stored.items() if i is not None}
+    levels = {float(i["level"]) for i in stored.values() if i is not None}
+    return intervals, (levels.pop() if len(levels) == 1 else None)
+
+
+def summarise_run(run_dir: Path, *, level: float | None = None) -> RunSummary:
+    """One run's row; with ``level``, its intervals at that level (recomputed from its saved tables when
+    ``metrics.json`` holds another level)."""
     spec = read_spec(run_dir)
     report = read_metrics(run_dir)
     model = spec.get("model") or spec.get("responses") or ""
+    intervals, stored_level = _stored_intervals(report.intervals)
+    if level is not None and report.intervals and not (stored_level and math.isclose(stored_level, level)):
+        from halluscope.report.compare import run_intervals
+
+        _, recomputed = run_intervals(Path(run_dir), level=level)
+        intervals = {name: (i.low, i.high) for name, i in recomputed.items() if i is not None}
+        stored_level = level
     return RunSummary(
         run=Path(run_dir).name,
         benchmark=report.benchmark,
@@ -47,6 +66,8 @@ def summarise_run(run_dir: Path) -> RunSummary:
         judge=mask_text(_component_name(spec.get("judge"))),
         metrics=dict(report.metrics),
         counts=dict(report.counts),
+        intervals=intervals,
+        level=stored_level,
     )
 
 
@@ -59,13 +80,21 @@ def format_value(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+def format_with_interval(value: float | None, interval: tuple[float, float] | None) -> str:
+    """``85.90 [85.02, 86.77]``: the figure and its interval (bounds to one decimal fewer: they are rougher)."""
+    if value is None or interval is None:
+        return format_value(value)
+    return f"{value:.2f} [{interval[0]:.1f}, {interval[1]:.1f}]"
+
+
+def _cell(summary: RunSummary, metric: str) -> str:
+    return format_with_interval(summary.metrics.get(metric), summary.intervals.get(metric))
+
+
 def table_rows(summaries: Sequence[RunSummary]) -> tuple[list[str], list[list[str]]]:
     columns = metric_columns(summaries)
     header = ["run", "benchmark", "model", "judge", *columns]
-    rows = [
-        [s.run, s.benchmark, s.model, s.judge, *(format_value(s.metrics.get(c)) for c in columns)]
-        for s in summaries
-    ]
+    rows = [[s.run, s.benchmark, s.model, s.judge, *(_cell(s, c) for c in columns)] for s in summaries]
     return header, rows
 
 
@@ -84,20 +113,30 @@ def csv_cell(value: str | float | int) -> str | float | int:
 
 
 def to_csv(summaries: Sequence[RunSummary]) -> str:
-    columns = metric_columns(summaries)
+    """One row per run; a metric with an interval in any run gets ``<metric>_low`` / ``<metric>_high`` columns
+    beside it (numbers, so a spreadsheet can plot error bars)."""
+    columns: list[str] = []
+    for name in metric_columns(summaries):
+        columns.append(name)
+        if any(name in s.intervals for s in summaries):
+            columns += [f"{name}_low", f"{name}_high"]
+
+    def value(summary: RunSummary, column: str) -> float | str:
+        if column in summary.metrics:
+            found = summary.metrics[column]
+            return "" if found is None else found
+        for suffix, index in (("_low", 0), ("_high", 1)):
+            bounds = summary.intervals.get(column.removesuffix(suffix)) if column.endswith(suffix) else None
+            if bounds is not None:
+                return bounds[index]
+        return ""
+
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow([csv_cell(name) for name in ["run", "benchmark", "model", "judge", *columns]])
     for s in summaries:
-        writer.writerow(
-            [
-                csv_cell(s.run),
-                csv_cell(s.benchmark),
-                csv_cell(s.model),
-                csv_cell(s.judge),
-                *("" if s.metrics.get(c) is None else s.metrics[c] for c in columns),
-            ]
-        )
+        names = [csv_cell(s.run), csv_cell(s.benchmark), csv_cell(s.model), csv_cell(s.judge)]
+        writer.writerow([*names, *(value(s, c) for c in columns)])
     return buffer.getvalue()
 
 
@@ -161,21 +200,44 @@ def _transposed_table(part: Sequence[RunSummary], every: Sequence[RunSummary], t
     for field_name in ("benchmark", "model", "judge"):
         table.add_row(field_name, *(getattr(s, field_name) for s in part), style="dim")
     for key in metric_columns(every):
-        table.add_row(key, *(format_value(s.metrics.get(key)) for s in part))
+        table.add_row(key, *(_cell(s, key) for s in part))
     return table
 
 
-def metrics_table(metrics: dict[str, float | None], counts: dict[str, int], title: str) -> Any:
-    """A two-column table of one run's metrics and counts."""
+def _interval_cell(found: dict[str, Any] | None) -> str:
+    """``[85.02, 86.77] over 500 images``: the bounds and the units they were resampled over."""
+    if not found:
+        return ""
+    units = f"{found['units']} {found['unit']}{'' if found['units'] == 1 else 's'}"
+    return f"[{found['low']:.2f}, {found['high']:.2f}] over {units}"
+
+
+def metrics_table(
+    metrics: dict[str, float | None],
+    counts: dict[str, int],
+    title: str,
+    intervals: dict[str, dict[str, Any] | None] | None = None,
+) -> Any:
+    """One run's metrics and counts; the declared headlines first, each with its interval and what it was
+    resampled over, so the figure a user reads says how sure it is."""
     from rich.table import Table
 
+    intervals = intervals or {}
+    levels = {float(i["level"]) for i in intervals.values() if i}
     table = Table(title=title)
     table.add_column("measure")
     table.add_column("value", justify="right")
-    for key, value in metrics.items():
-        table.add_row(key, format_value(value))
+    if intervals:
+        level = f"{100 * levels.pop():g} % interval" if len(levels) == 1 else "interval"
+        table.add_column(level, justify="right")
+    ordered = [k for k in intervals if k in metrics] + [k for k in metrics if k not in intervals]
+    for key in ordered:
+        row = [key, format_value(metrics[key])]
+        if intervals:
+            row.append(_interval_cell(intervals.get(key)))
+        table.add_row(*row)
     for key, count in counts.items():
-        table.add_row(f"[dim]{key}[/dim]", f"[dim]{count}[/dim]")
+        table.add_row(f"[dim]{key}[/dim]", f"[dim]{count}[/dim]", *([""] if intervals else []))
     return table
 
 

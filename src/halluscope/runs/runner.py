@@ -54,12 +54,14 @@ from halluscope.runs.store import (
     METRICS_FILE,
     SAMPLES_FILE,
     SPEC_FILE,
+    TABLES_FILE,
     RecordWriter,
     RunDirError,
     read_records,
     read_spec,
     rewrite_records,
     scan_records,
+    write_metric_tables,
 )
 from halluscope.stages import Benchmark, ScoringContext
 from halluscope.types import MetricsReport, Response, SampleRecord
@@ -203,7 +205,7 @@ def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] 
 
 
 #: What scoring writes in a run directory (removed by ``overwrite``).
-RUN_FILES = (SPEC_FILE, SAMPLES_FILE, METRICS_FILE)
+RUN_FILES = (SPEC_FILE, SAMPLES_FILE, METRICS_FILE, TABLES_FILE)
 
 
 def discard_run(out_dir: Path) -> None:
@@ -287,6 +289,7 @@ async def run_benchmark_async(
             rewrite_records(out_dir, kept)
             # The run changes: its last metrics would describe records that are gone or not yet there.
             (out_dir / METRICS_FILE).unlink(missing_ok=True)
+            (out_dir / TABLES_FILE).unlink(missing_ok=True)
         # The samples and responses stay alive throughout: the collector need not walk them again and again.
         with gc_frozen():
             await _score_pending(
@@ -295,7 +298,7 @@ async def run_benchmark_async(
             )  # fmt: skip
             records = read_records(out_dir)
             report = benchmark.metrics(records)
-            report.intervals = headline_intervals(benchmark, records, interval_level)
+            report.intervals = headline_intervals(benchmark, records, interval_level, out_dir)
         report.counts["corrupt_log_lines"] = len(scan.corrupt)
         if scan.corrupt:
             report.details["corrupt_log_lines"] = [
@@ -308,15 +311,18 @@ async def run_benchmark_async(
 
 
 def headline_intervals(
-    benchmark: Benchmark, records: Sequence[SampleRecord], level: float = DEFAULT_LEVEL
+    benchmark: Benchmark, records: Sequence[SampleRecord], level: float = DEFAULT_LEVEL, out_dir: Path | None = None
 ) -> dict[str, dict[str, Any] | None]:
-    """The interval of each metric the benchmark declares, as ``metrics.json`` holds them."""
+    """The interval of each metric the benchmark declares, as ``metrics.json`` holds them; with ``out_dir``,
+    the tables they come from are saved there too (``metric_tables.json``) for later comparisons."""
     from halluscope.metrics.declared import declared_intervals, declared_value
 
     declarations = benchmark.metric_declarations()
     if not declarations:
         return {}
     tables = benchmark.metric_tables(records)
+    if out_dir is not None:
+        write_metric_tables(out_dir, declarations, tables)
     intervals = declared_intervals(declarations, tables, level=level)
     out: dict[str, dict[str, Any] | None] = {}
     for declaration in declarations:

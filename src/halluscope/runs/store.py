@@ -1,5 +1,6 @@
 """The run directory: ``spec.json`` (frozen config), ``samples.jsonl`` (one record per sample, appended as
-samples finish) and ``metrics.json``. Other tools rely on this layout; see docs/run-directory.md.
+samples finish), ``metrics.json`` and ``metric_tables.json`` (what the headline intervals and paired
+comparisons are computed from). Other tools rely on this layout; see docs/run-directory.md.
 
 Appends are flushed per batch of records as it finishes (and fsynced at most once a second, and when the
 run ends), so a crash loses at most the batch in flight; a torn last line (the process died mid-write) is
@@ -14,20 +15,24 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from halluscope.gcpause import gc_paused
-from halluscope.jsonio import JsonlLine, iter_jsonl_lines, json_line, write_jsonl_atomic
+from halluscope.jsonio import JsonlLine, iter_jsonl_lines, json_line, write_jsonl_atomic, write_text_atomic
+from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import MetricsReport, SampleRecord
 
 SPEC_FILE = "spec.json"
 SAMPLES_FILE = "samples.jsonl"
 METRICS_FILE = "metrics.json"
+#: The per-item components of each declared headline metric (``metrics.declared``): what a paired comparison
+#: of two runs and an interval at another level are computed from, without the benchmark's data.
+TABLES_FILE = "metric_tables.json"
 
 
 class RunDirError(ValueError):
@@ -47,6 +52,38 @@ def read_metrics(run_dir: Path) -> MetricsReport:
     if not path.exists():
         raise RunDirError(f"{run_dir} has no {METRICS_FILE}: the run has not finished")
     return MetricsReport.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def write_metric_tables(
+    run_dir: Path, declarations: Sequence[MetricDeclaration], tables: Mapping[str, MetricTable]
+) -> None:
+    """Save the declarations and the tables they read (only those), beside ``metrics.json``."""
+    used = {d.table for d in declarations}
+    payload = {
+        "declarations": [asdict(d) for d in declarations],
+        "tables": {name: asdict(table) for name, table in tables.items() if name in used},
+    }
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"  # compact: one row per item
+    write_text_atomic(Path(run_dir) / TABLES_FILE, text)
+
+
+def read_metric_tables(run_dir: Path) -> tuple[list[MetricDeclaration], dict[str, MetricTable]]:
+    """The declarations and tables a finished run saved; RunDirError when it has none or they are unreadable."""
+    path = Path(run_dir) / TABLES_FILE
+    if not path.exists():
+        raise RunDirError(
+            f"{run_dir} has no {TABLES_FILE}: its benchmark declares no headline metrics, or the run was made "
+            "by an older halluscope (re-run the same command to add it: nothing is asked again)"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        declarations = [
+            MetricDeclaration(**{**d, "components": tuple(d["components"])}) for d in data["declarations"]
+        ]
+        tables = {name: MetricTable(**table) for name, table in data["tables"].items()}
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        raise RunDirError(f"{path}: unreadable ({error}); re-run the same command to rewrite it") from error
+    return declarations, tables
 
 
 @dataclass(frozen=True)
