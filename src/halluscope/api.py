@@ -148,6 +148,7 @@ _OPTIONS = {
     "cache": "--cache (a path), or False for --no-cache",
     "chunk_size": "--chunk-size",
     "max_failure_share": "--max-failure-share",
+    "ci": "--ci (the headline intervals' confidence level)",
     "max_tokens": "--max-tokens",
     "concurrency": "--concurrency",
     "progress": "show progress bars (default False)",

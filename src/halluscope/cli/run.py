@@ -113,6 +113,10 @@ class RunFlags:
             help="Exit 1 when the extractor or judge failed on more than this share of samples (or all).",
         ),
     ] = 0.1
+    ci: Annotated[
+        float,
+        typer.Option("--ci", min=0.5, max=0.999, help="Confidence level of the headline metrics' intervals."),
+    ] = 0.95
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False
 
 
@@ -169,7 +173,7 @@ def run_config(flags: RunFlags) -> RunConfig:
         judge=stage_choice("judge", flags.judge, flags.judge_model, flags.judge_opt),
         base_url=join_urls(flags.base_url), cache=flags.cache, use_cache=not flags.no_cache,
         overwrite=flags.overwrite, chunk_size=flags.chunk_size, max_failure_share=flags.max_failure_share,
-        progress=not flags.quiet and interactive(), surface="cli",
+        ci=flags.ci, progress=not flags.quiet and interactive(), surface="cli",
     )  # fmt: skip
 
 

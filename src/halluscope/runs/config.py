@@ -93,6 +93,8 @@ class RunConfig(BaseModel):
     overwrite: bool = False
     chunk_size: int = 256
     max_failure_share: float = Field(default=0.1, ge=0.0, le=1.0)
+    #: The confidence level of the headline intervals in ``metrics.json`` (each interval records it).
+    ci: float = Field(default=0.95, ge=0.5, le=0.999)
     progress: bool = False
     #: Where the options were written: names in messages follow it.
     surface: Literal["cli", "api"] = "cli"
@@ -145,7 +147,7 @@ class RunConfig(BaseModel):
         recorded; keys written inside a value (a base URL's ``user:password@``, a spec's ``?api_key=``) are
         masked, since the rest of that value says which endpoint or model ran.
         """
-        data = self.model_dump(mode="json", exclude={"progress", "surface", "overwrite"})
+        data = self.model_dump(mode="json", exclude={"progress", "surface", "overwrite", "ci"})
         for key in ("bench_options", "model_options"):
             data[key] = _without_secrets(data[key])
         for stage in ("extractor", "judge"):

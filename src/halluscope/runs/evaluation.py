@@ -150,6 +150,7 @@ def execute(
                     bench, answers.responses, ctx, config.out, spec_extra=spec, chunk_size=config.chunk_size,
                     show_progress=config.progress, overwrite=config.overwrite,
                     max_failure_share=config.max_failure_share, model_failures=answers.model_failures,
+                    interval_level=config.ci,
                 )  # fmt: skip
             except RunDirError as error:
                 raise _run_dir_error(config, error) from error
