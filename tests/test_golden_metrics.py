@@ -250,6 +250,12 @@ def _check_intervals(name: str, metrics: dict[str, Any]) -> None:
         assert value is not None, f"{name}: {metric} has an interval but no value"
         assert math.isclose(interval["estimate"], value, rel_tol=1e-9, abs_tol=1e-9), (name, metric, interval, value)
         assert interval["low"] - 1e-6 <= value <= interval["high"] + 1e-6, (name, metric, interval, value)
+    for group, intervals in metrics.get("group_intervals", {}).items():
+        for metric, interval in intervals.items():
+            value = metrics["groups"][group].get(metric)
+            assert (interval is None) == (value is None) or interval is None, (name, group, metric, value)
+            if interval is not None:
+                assert math.isclose(interval["estimate"], value, rel_tol=1e-9, abs_tol=1e-9), (name, group, metric)
 
 
 def _check(name: str, make: Callable[[Path], list[str]], tmp_path: Path) -> None:

@@ -42,6 +42,13 @@ def test_pope_sheet_reproduces_vlmevalkit_score_csv(tmp_path: Path) -> None:
         ours = result.metrics if split == "Overall" else result.groups[f"coco/{split}"]
         for column, key in names.items():
             assert ours[key] == pytest.approx(values[column], abs=0.05), (split, column)
+    # VILA's figures carry their intervals, overall and per set, around VLMEvalKit's own numbers
+    f1 = result.intervals["f1"]
+    assert f1 is not None and f1["low"] < result.metrics["f1"] < f1["high"] and f1["unit"] == "image"
+    assert f1["estimate"] == pytest.approx(printed["Overall"]["Overall"], abs=0.05)
+    adversarial = result.report.group_intervals["coco/adversarial"]["accuracy"]
+    assert adversarial is not None and adversarial["n"] == 3000
+    assert adversarial["estimate"] == pytest.approx(printed["adversarial"]["acc"], abs=0.05)
     # every (row, setting) pair is an item: 5,127 rows, 3,000 per setting, as VLMEvalKit counts them
     assert result.counts["samples"] == 9000
     assert {g: v["answered"] for g, v in result.groups.items()} == {

@@ -184,6 +184,9 @@ class MetricTable:
     ids: list[str]
     components: dict[str, list[float]]
     clusters: list[str] | None = None
+    #: Each row's group in ``metrics.json``'s ``groups`` (POPE's ``coco/adversarial``), where the benchmark
+    #: reports its headlines per group too: each group then gets its own intervals.
+    groups: list[str] | None = None
 
 
 class Benchmark(ABC):

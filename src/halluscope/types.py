@@ -221,3 +221,5 @@ class MetricsReport(BaseModel):
     #: ``low``, ``high``, ``level``, ``method``, resampling ``unit``, ``n`` items, ``units``, ``seed``,
     #: ``resamples``; None where the metric is undefined. Empty for a benchmark that declares none.
     intervals: dict[str, dict[str, Any] | None] = Field(default_factory=dict)
+    #: The same per group of ``groups`` (group -> metric -> interval), where the benchmark's tables give groups.
+    group_intervals: dict[str, dict[str, dict[str, Any] | None]] = Field(default_factory=dict)

@@ -403,12 +403,23 @@ class Pope(Benchmark):
         ]
 
     def metric_declarations(self) -> Sequence[MetricDeclaration]:
-        # VLMEvalKit's reading pools differently (its own yes/no extraction); its figures stay bare for now.
-        return () if self.mode == "vlmevalkit" else yes_no_declarations("image")
+        return yes_no_declarations("image")
 
     def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
         # POPE asks six questions of each image, in each of its three settings: the image is the unit.
-        return {"items": yes_no_table(records, cluster=lambda r: r.image_id or r.id)}
+        # Groups are the per-set figures (``coco/adversarial``) eval_pope and VLMEvalKit print.
+        def image(record: SampleRecord) -> str:
+            return record.image_id or record.id
+
+        def group(record: SampleRecord) -> str:
+            return f"{record.field('source')}/{record.field('setting')}"
+
+        if self.mode != "vlmevalkit":
+            return {"items": yes_no_table(records, cluster=image, group=group)}
+        # VLMEvalKit's reading: an answer it reads as neither word ("Unknown") is answered and wrong; an answer
+        # it has no reading for at all is left out, as its scorer leaves it out.
+        read = [r for r in records if r.field("vlmevalkit_reading") is not None]
+        return {"items": yes_no_table(read, cluster=image, group=group, reading=_vlmevalkit_prediction)}
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.yesno import yes_no_report
@@ -424,6 +435,11 @@ class Pope(Benchmark):
                 report.counts[f"repope_{what}"] = sum(c[what] for c in self.repope_counts.values())
             report.details["labels"] = "repope"
         return report
+
+
+def _vlmevalkit_prediction(record: SampleRecord) -> str:
+    """VLMEvalKit's reading as a prediction: "yes", "no", or "unknown" (answered, and never right)."""
+    return str(record.field("vlmevalkit_reading")).lower()
 
 
 def _iter_answer_lines(path: Path) -> Iterator[tuple[int, dict[str, Any], str | None]]:

@@ -114,26 +114,35 @@ def yes_no_declarations(unit: str = "item", *, scale: float = 100.0) -> tuple[Me
 
 
 def yes_no_table(
-    records: Sequence[SampleRecord], *, cluster: Callable[[SampleRecord], str] | None = None, positive: str = "yes"
+    records: Sequence[SampleRecord],
+    *,
+    cluster: Callable[[SampleRecord], str] | None = None,
+    group: Callable[[SampleRecord], str] | None = None,
+    positive: str = "yes",
+    reading: Callable[[SampleRecord], str | None] | None = None,
 ) -> MetricTable:
-    """One row per scored record (no failure, a label), as the yes/no report counts them: ``prediction`` of
-    the run's mode, unanswered rows with every component 0 so they count in no rate."""
+    """One row per scored record (no failure, a label), as the yes/no report counts them.
+
+    ``reading`` gives a record's prediction ("yes", "no", None for unanswered, or another word, which
+    counts as answered and wrong, as VLMEvalKit's "Unknown" does); by default the run mode's ``prediction``,
+    unanswered rows having every component 0 so they count in no rate. ``cluster`` gives each row's
+    resampling unit, ``group`` its group in ``metrics.json``'s ``groups``.
+    """
+    names = ("correct", "answered", "tp", "fp", "fn", "said_positive", "truly_positive", "said_yes")
+    columns: dict[str, list[float]] = {name: [] for name in names}
     ids: list[str] = []
-    clusters: list[str] = []
-    columns: dict[str, list[float]] = {
-        k: [] for k in ("correct", "answered", "tp", "fp", "fn", "said_positive", "truly_positive", "said_yes")
-    }
+    kept: list[SampleRecord] = []
     for record in records:
         label = record.field("label")
         if record.failure is not None or label is None:
             continue
-        prediction = record.field("prediction")
+        prediction = reading(record) if reading is not None else record.field("prediction")
         answered = prediction is not None
         said_positive = answered and prediction == positive
         truly_positive = str(label) == positive
         row = {
-            "answered": answered,
             "correct": answered and prediction == str(label),
+            "answered": answered,
             "tp": said_positive and truly_positive,
             "fp": said_positive and not truly_positive,
             "fn": answered and not said_positive and truly_positive,
@@ -144,5 +153,10 @@ def yes_no_table(
         for name, value in row.items():
             columns[name].append(float(value))
         ids.append(record.id)
-        clusters.append(cluster(record) if cluster is not None else record.id)
-    return MetricTable(ids=ids, components=columns, clusters=clusters if cluster is not None else None)
+        kept.append(record)
+    return MetricTable(
+        ids=ids,
+        components=columns,
+        clusters=None if cluster is None else [cluster(r) for r in kept],
+        groups=None if group is None else [group(r) for r in kept],
+    )

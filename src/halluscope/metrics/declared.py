@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_SEED",
     "DeclaredValue",
     "compare_declared",
+    "declared_group_intervals",
     "declared_intervals",
     "declared_sums",
     "declared_value",
@@ -124,6 +125,33 @@ def declared_intervals(
         sums = declared_sums(declaration, tables)
         intervals[declaration.name] = None if sums is None else _interval(declaration, sums, level, resamples, seed)
     return intervals
+
+
+def declared_group_intervals(
+    declarations: Sequence[MetricDeclaration],
+    tables: Mapping[str, MetricTable],
+    *,
+    level: float = DEFAULT_LEVEL,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, dict[str, tuple[float | None, Interval | None]]]:
+    """Per group of rows (tables that give ``groups``), each declared metric's point estimate and interval."""
+    out: dict[str, dict[str, tuple[float | None, Interval | None]]] = {}
+    for declaration in declarations:
+        table = _table(declaration, tables)
+        if table.groups is None:
+            continue
+        members: dict[str, set[str]] = {}
+        for row_id, group in zip(table.ids, table.groups, strict=True):
+            members.setdefault(group, set()).add(row_id)
+        for group in sorted(members):
+            sums = declared_sums(declaration, tables, ids=members[group])
+            if sums is None:
+                continue
+            value = sums.evaluate(statistic_of(declaration))
+            interval = _interval(declaration, sums, level, resamples, seed)
+            out.setdefault(group, {})[declaration.name] = (value, interval)
+    return out
 
 
 @dataclass(frozen=True)

@@ -298,7 +298,7 @@ async def run_benchmark_async(
             )  # fmt: skip
             records = read_records(out_dir)
             report = benchmark.metrics(records)
-            report.intervals = headline_intervals(benchmark, records, interval_level, out_dir)
+            report.intervals, report.group_intervals = headline_intervals(benchmark, records, interval_level, out_dir)
         report.counts["corrupt_log_lines"] = len(scan.corrupt)
         if scan.corrupt:
             report.details["corrupt_log_lines"] = [
@@ -312,29 +312,32 @@ async def run_benchmark_async(
 
 def headline_intervals(
     benchmark: Benchmark, records: Sequence[SampleRecord], level: float = DEFAULT_LEVEL, out_dir: Path | None = None
-) -> dict[str, dict[str, Any] | None]:
-    """The interval of each metric the benchmark declares, as ``metrics.json`` holds them; with ``out_dir``,
-    the tables they come from are saved there too (``metric_tables.json``) for later comparisons."""
-    from halluscope.metrics.declared import declared_intervals, declared_value
+) -> tuple[dict[str, dict[str, Any] | None], dict[str, dict[str, dict[str, Any] | None]]]:
+    """The interval of each metric the benchmark declares, overall and per group, as ``metrics.json`` holds
+    them; with ``out_dir``, the tables they come from are saved there too (``metric_tables.json``)."""
+    from halluscope.metrics.declared import declared_group_intervals, declared_intervals, declared_value
 
     declarations = benchmark.metric_declarations()
     if not declarations:
-        return {}
+        return {}, {}
     tables = benchmark.metric_tables(records)
     if out_dir is not None:
         write_metric_tables(out_dir, declarations, tables)
     intervals = declared_intervals(declarations, tables, level=level)
-    out: dict[str, dict[str, Any] | None] = {}
-    for declaration in declarations:
-        interval = intervals[declaration.name]
-        if interval is None:
-            out[declaration.name] = None
-            continue
-        # The declaration's own point estimate, kept beside its interval: it must equal the benchmark's figure
-        # (the golden test checks it for every benchmark), so the interval bounds the number the user reads.
-        estimate = declared_value(declaration, tables)
-        out[declaration.name] = {"estimate": estimate, **interval.to_json(digits=6)}
-    return out
+    # Each interval keeps the declaration's own point estimate: it must equal the benchmark's figure (the golden
+    # test checks it for every benchmark), so the interval bounds the number the user reads.
+    overall = {
+        d.name: _interval_json(declared_value(d, tables), intervals[d.name]) for d in declarations
+    }
+    by_group = {
+        group: {name: _interval_json(value, interval) for name, (value, interval) in metrics.items()}
+        for group, metrics in declared_group_intervals(declarations, tables, level=level).items()
+    }
+    return overall, by_group
+
+
+def _interval_json(estimate: float | None, interval: Any) -> dict[str, Any] | None:
+    return None if interval is None else {"estimate": estimate, **interval.to_json(digits=6)}
 
 
 async def _score_pending(
