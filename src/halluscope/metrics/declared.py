@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from halluscope.metrics.stats import (
     DEFAULT_LEVEL,
@@ -25,7 +26,6 @@ from halluscope.metrics.stats import (
     Interval,
     PairedComparison,
     Statistic,
-    cluster_bootstrap,
     f1,
     mcnemar_exact,
     paired_bootstrap,
@@ -33,6 +33,8 @@ from halluscope.metrics.stats import (
     ratio,
     with_holm,
 )
+from halluscope.metrics.stats.bootstrap import bootstrap_many
+from halluscope.metrics.stats.interval import check_level
 from halluscope.stages import MetricDeclaration, MetricTable
 
 __all__ = [
@@ -72,19 +74,48 @@ def _table(declaration: MetricDeclaration, tables: Mapping[str, MetricTable]) ->
     return table
 
 
+def _rows_sums(
+    table: MetricTable, names: Sequence[str], unit: str, rows: NDArray[np.intp] | None
+) -> ClusteredSums | None:
+    """The components ``names`` of ``table`` summed per unit, over ``rows`` (all when None); vectorised, since
+    a table holds one row per question (27,000 for POPE) and intervals are made per group too."""
+    count = len(table.ids) if rows is None else rows.size
+    if count == 0:
+        return None
+    columns = [np.asarray(table.components[name], dtype=float) for name in names]
+    if rows is not None:
+        columns = [column[rows] for column in columns]
+    for name, column in zip(names, columns, strict=True):
+        bad = np.flatnonzero(~np.isfinite(column))
+        if bad.size:
+            row = int(bad[0]) if rows is None else int(rows[bad[0]])
+            raise ValueError(f"item {table.ids[row]!r} has a non-finite {name!r} value ({column[bad[0]]})")
+    if table.clusters is None:
+        sums = np.stack(columns, axis=1)
+        ids: tuple[str, ...] = tuple(table.ids if rows is None else (table.ids[i] for i in rows))
+    else:
+        clusters = np.asarray(table.clusters, dtype=object)
+        if rows is not None:
+            clusters = clusters[rows]
+        unique, index = np.unique(clusters.astype(str), return_inverse=True)
+        sums = np.stack([np.bincount(index, weights=c, minlength=unique.size) for c in columns], axis=1)
+        ids = tuple(unique.tolist())
+    return ClusteredSums(names=tuple(names), sums=sums, cluster_ids=ids, n=count, unit=unit)
+
+
+def _selected_rows(table: MetricTable, ids: set[str] | None) -> NDArray[np.intp] | None:
+    if ids is None:
+        return None
+    return np.fromiter((i for i, row_id in enumerate(table.ids) if row_id in ids), dtype=np.intp)
+
+
 def declared_sums(
     declaration: MetricDeclaration, tables: Mapping[str, MetricTable], *, ids: set[str] | None = None
 ) -> ClusteredSums | None:
     """The declaration's components summed per resampling unit; only rows whose id is in ``ids`` when given
     (the items two runs share). None when no row is left."""
     table = _table(declaration, tables)
-    keep = [i for i, row_id in enumerate(table.ids) if ids is None or row_id in ids]
-    if not keep:
-        return None
-    components = {name: np.asarray(table.components[name], dtype=float)[keep] for name in declaration.components}
-    clusters = None if table.clusters is None else [table.clusters[i] for i in keep]
-    item_ids = [table.ids[i] for i in keep]
-    return ClusteredSums.from_items(components, clusters, unit=declaration.unit, item_ids=item_ids)
+    return _rows_sums(table, declaration.components, declaration.unit, _selected_rows(table, ids))
 
 
 def declared_value(declaration: MetricDeclaration, tables: Mapping[str, MetricTable]) -> float | None:
@@ -97,18 +128,51 @@ def _is_share_of_independent_items(declaration: MetricDeclaration, sums: Cluster
     """A ratio of 0/1 hits over rows that each count once, every row its own unit: a plain proportion."""
     if declaration.statistic != "ratio" or sums.units != sums.n:
         return False
-    hits, items = sums.sums[:, 0], sums.sums[:, 1]
+    hits, items = (sums.sums[:, sums.names.index(name)] for name in declaration.components)
     return bool(np.all(np.isin(items, (0.0, 1.0))) and np.all(np.isin(hits, (0.0, 1.0))) and np.all(hits <= items))
 
 
-def _interval(
-    declaration: MetricDeclaration, sums: ClusteredSums, level: float, resamples: int, seed: int
-) -> Interval | None:
-    if _is_share_of_independent_items(declaration, sums):
-        hits, items = (round(float(total[0])) for total in sums.totals().values())
-        interval = proportion_interval(hits, items, level=level, unit=declaration.unit)
-        return None if interval is None else interval.scaled(declaration.scale)
-    return cluster_bootstrap(sums, statistic_of(declaration), level=level, resamples=resamples, seed=seed)
+def _wilson(declaration: MetricDeclaration, sums: ClusteredSums, level: float) -> Interval | None:
+    hits, items = (round(float(sums.sums[:, sums.names.index(name)].sum())) for name in declaration.components)
+    interval = proportion_interval(hits, items, level=level, unit=declaration.unit)
+    return None if interval is None else interval.scaled(declaration.scale)
+
+
+def _intervals_over_rows(
+    declarations: Sequence[MetricDeclaration],
+    table: MetricTable,
+    rows: NDArray[np.intp] | None,
+    level: float,
+    resamples: int,
+    seed: int,
+) -> dict[str, tuple[float | None, Interval | None]]:
+    """Value and interval of each declaration (all of one table and unit) over ``rows``, the bootstrap ones
+    sharing one draw of units."""
+    names = list(dict.fromkeys(c for d in declarations for c in d.components))
+    sums = _rows_sums(table, names, declarations[0].unit, rows)
+    if sums is None:
+        return {}
+    out: dict[str, tuple[float | None, Interval | None]] = {}
+    bootstrapped: dict[str, Statistic] = {}
+    for declaration in declarations:
+        value = sums.evaluate(statistic_of(declaration))
+        if _is_share_of_independent_items(declaration, sums):
+            out[declaration.name] = (value, _wilson(declaration, sums, level))
+        else:
+            out[declaration.name] = (value, None)
+            bootstrapped[declaration.name] = statistic_of(declaration)
+    if bootstrapped:
+        intervals = bootstrap_many(sums, bootstrapped, level=level, resamples=resamples, seed=seed)
+        for name, interval in intervals.items():
+            out[name] = (out[name][0], interval)
+    return out
+
+
+def _by_table(declarations: Sequence[MetricDeclaration]) -> dict[tuple[str, str], list[MetricDeclaration]]:
+    groups: dict[tuple[str, str], list[MetricDeclaration]] = {}
+    for declaration in declarations:
+        groups.setdefault((declaration.table, declaration.unit), []).append(declaration)
+    return groups
 
 
 def declared_intervals(
@@ -120,11 +184,14 @@ def declared_intervals(
     seed: int = DEFAULT_SEED,
 ) -> dict[str, Interval | None]:
     """Each declared metric's interval at ``level``; None where the metric is undefined on these records."""
-    intervals: dict[str, Interval | None] = {}
-    for declaration in declarations:
-        sums = declared_sums(declaration, tables)
-        intervals[declaration.name] = None if sums is None else _interval(declaration, sums, level, resamples, seed)
-    return intervals
+    level = check_level(level)
+    found: dict[str, tuple[float | None, Interval | None]] = {}
+    for same in _by_table(declarations).values():
+        table = _table(same[0], tables)
+        for declaration in same:
+            _table(declaration, tables)  # every component is there
+        found.update(_intervals_over_rows(same, table, None, level, resamples, seed))
+    return {d.name: found.get(d.name, (None, None))[1] for d in declarations}
 
 
 def declared_group_intervals(
@@ -136,21 +203,17 @@ def declared_group_intervals(
     seed: int = DEFAULT_SEED,
 ) -> dict[str, dict[str, tuple[float | None, Interval | None]]]:
     """Per group of rows (tables that give ``groups``), each declared metric's point estimate and interval."""
+    level = check_level(level)
     out: dict[str, dict[str, tuple[float | None, Interval | None]]] = {}
-    for declaration in declarations:
-        table = _table(declaration, tables)
+    for same in _by_table(declarations).values():
+        table = _table(same[0], tables)
         if table.groups is None:
             continue
-        members: dict[str, set[str]] = {}
-        for row_id, group in zip(table.ids, table.groups, strict=True):
-            members.setdefault(group, set()).add(row_id)
-        for group in sorted(members):
-            sums = declared_sums(declaration, tables, ids=members[group])
-            if sums is None:
-                continue
-            value = sums.evaluate(statistic_of(declaration))
-            interval = _interval(declaration, sums, level, resamples, seed)
-            out.setdefault(group, {})[declaration.name] = (value, interval)
+        labels = np.asarray(table.groups, dtype=str)
+        for group in sorted(set(table.groups)):
+            rows = np.flatnonzero(labels == group)
+            found = _intervals_over_rows(same, table, rows, level, resamples, seed)
+            out.setdefault(group, {}).update(found)
     return out
 
 
