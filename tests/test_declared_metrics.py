@@ -148,9 +148,14 @@ def test_report_pairs_two_runs_of_llavas_pope_answers_and_finds_the_worse_one(tm
     assert accuracy["unit"] == "image" and accuracy["units"] == 500 and accuracy["n"] == 5712
     assert accuracy["low"] < metrics["metrics"]["accuracy"] < accuracy["high"]
 
-    result = CliRunner().invoke(app, ["report", str(tmp_path / "llava"), str(tmp_path / "worse"), "--power"],
-                                env={"COLUMNS": "200"})  # fmt: skip
+    html = tmp_path / "report.html"
+    runs = [str(tmp_path / "llava"), str(tmp_path / "worse")]
+    result = CliRunner().invoke(app, ["report", *runs, "--power", "--html", str(html)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
+    page = html.read_text()
+    low, high = accuracy["low"], accuracy["high"]
+    assert f'95 % interval {low:.2f} to {high:.2f}, bootstrap-percentile, over 500 images' in page
+    assert page.count('class="ci-bar"') >= 10  # every headline of both runs has its error bar
     assert "5712 items in common" in result.output
     assert "worse (paired-bootstrap)" in result.output
     assert "smallest difference detectable" in result.output

@@ -29,6 +29,7 @@ def summary_html(runs: Sequence[ReportRun]) -> str:
     )
     head_html += '<th class="claims-col">claims by verdict</th><th class="counts-col">counts</th>'
     scales = {k: column_scale(r.metric_values().get(k) for r in runs) for k in metric_keys}
+    spans = {k: span for k in metric_keys if (span := _interval_span(runs, k)) is not None}
     rows = []
     for index, run in enumerate(runs):
         values = run.metric_values()
@@ -53,8 +54,11 @@ def summary_html(runs: Sequence[ReportRun]) -> str:
             _component_cell(run.judge),
             f'<td class="num" data-key="samples">{len(run.records)}</td>',
         ]
+        intervals = run.metrics.get("intervals") or {}
         cells += [
-            f'<td class="num" data-key="{esc(k)}">{fmt(values.get(k), scales[k])}</td>' for k in metric_keys
+            f'<td class="num" data-key="{esc(k)}">{fmt(values.get(k), scales[k])}'
+            f"{interval_html(values.get(k), intervals.get(k), spans.get(k))}</td>"
+            for k in metric_keys
         ]
         cells.append(f'<td class="claims-col">{chips}</td>')
         shown = [k for k in count_keys if k in counts]
@@ -76,6 +80,52 @@ def summary_html(runs: Sequence[ReportRun]) -> str:
     return table + _groups_html(runs) + _notes_html(runs)
 
 
+def _interval_of(found: object) -> tuple[float, float] | None:
+    if not isinstance(found, dict):
+        return None
+    low, high = as_float(found.get("low")), as_float(found.get("high"))
+    return None if low is None or high is None or low > high else (low, high)
+
+
+def _interval_span(runs: Sequence[ReportRun], key: str) -> tuple[float, float] | None:
+    """The range the error bars of one column are drawn in: every run's interval of that metric fits."""
+    bounds = [b for r in runs if (b := _interval_of((r.metrics.get("intervals") or {}).get(key))) is not None]
+    if not bounds:
+        return None
+    low, high = min(b[0] for b in bounds), max(b[1] for b in bounds)
+    return (low, high) if high > low else (low - 1.0, high + 1.0)
+
+
+#: Width in pixels of the error bar drawn under each headline.
+_BAR_WIDTH = 64
+
+
+def interval_html(value: float | None, found: object, span: tuple[float, float] | None) -> str:
+    """The interval under a figure, as numbers and as an error bar drawn on the column's common scale
+    (so bars of runs side by side compare by eye); the tooltip says the level, method and units."""
+    bounds = _interval_of(found)
+    if value is None or bounds is None or span is None or not isinstance(found, dict):
+        return ""
+    low, high = bounds
+
+    def x(v: float) -> float:
+        return 2 + (_BAR_WIDTH - 4) * (min(max(v, span[0]), span[1]) - span[0]) / (span[1] - span[0])
+
+    level = as_float(found.get("level")) or 0.95
+    title = (
+        f"{100 * level:g} % interval {low:.2f} to {high:.2f}, {found.get('method', '')}, "
+        f"over {found.get('units', '?')} {found.get('unit', 'unit')}s ({found.get('n', '?')} items)"
+    )
+    bar = (
+        f'<svg class="ci-bar" width="{_BAR_WIDTH}" height="8" aria-hidden="true">'
+        f'<line x1="{x(low):.1f}" x2="{x(high):.1f}" y1="4" y2="4" stroke="currentColor" stroke-width="1.5"/>'
+        f'<line x1="{x(low):.1f}" x2="{x(low):.1f}" y1="1" y2="7" stroke="currentColor"/>'
+        f'<line x1="{x(high):.1f}" x2="{x(high):.1f}" y1="1" y2="7" stroke="currentColor"/>'
+        f'<circle cx="{x(value):.1f}" cy="4" r="2"/></svg>'
+    )
+    return f'<div class="ci" title="{esc(title)}">[{fmt(low)}, {fmt(high)}]<br>{bar}</div>'
+
+
 def _groups_html(runs: Sequence[ReportRun]) -> str:
     parts = []
     for run in runs:
@@ -92,7 +142,11 @@ def _groups_html(runs: Sequence[ReportRun]) -> str:
         )
         body = "".join(
             f"<tr><td>{esc(group)}</td>"
-            + "".join(f'<td class="num">{fmt(as_float((values or {}).get(k)))}</td>' for k in keys)
+            + "".join(
+                f'<td class="num">{fmt(as_float((values or {}).get(k)))}'
+                f"{_group_interval(run, group, k)}</td>"
+                for k in keys
+            )
             + "</tr>"
             for group, values in groups.items()
         )
@@ -101,6 +155,12 @@ def _groups_html(runs: Sequence[ReportRun]) -> str:
             f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>'
         )
     return "".join(parts)
+
+
+def _group_interval(run: ReportRun, group: str, key: str) -> str:
+    found = ((run.metrics.get("group_intervals") or {}).get(group) or {}).get(key)
+    bounds = _interval_of(found)
+    return "" if bounds is None else f'<div class="ci">[{fmt(bounds[0])}, {fmt(bounds[1])}]</div>'
 
 
 def _notes_html(runs: Sequence[ReportRun]) -> str:
