@@ -43,6 +43,7 @@ __all__ = [
     "apply_statistic",
     "bootstrap_bounds",
     "bootstrap_many",
+    "bootstrap_replicates",
     "cluster_bootstrap",
     "f1",
     "ratio",
@@ -236,6 +237,17 @@ def _jackknife(data: ClusteredSums, statistic: Statistic) -> NDArray[np.float64]
     leave_one_out = data.sums.sum(axis=0) - data.sums
     totals = {name: leave_one_out[:, j] for j, name in enumerate(data.names)}
     return apply_statistic(statistic, totals, data.units)
+
+
+def bootstrap_replicates(
+    data: ClusteredSums, statistic: Statistic, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> NDArray[np.float64]:
+    """The statistic on each of ``resamples`` cluster-bootstrap resamples (NaN where undefined): the draw
+    :func:`cluster_bootstrap` with the same seed makes, for estimators built on top of it (the judge
+    correction of :mod:`.judge_error`)."""
+    resampled = resampled_totals(data.sums, resamples, np.random.default_rng(seed))
+    totals = {name: resampled[:, j] for j, name in enumerate(data.names)}
+    return apply_statistic(statistic, totals, resamples)
 
 
 def cluster_bootstrap(
