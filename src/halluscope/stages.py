@@ -163,6 +163,11 @@ class MetricDeclaration:
     unit: str = "item"
     #: Shown to users beside the number: what it measures, in a few words.
     description: str = ""
+    #: For a rate of what a judge called hallucinated (the numerator counts the judge's calls among the
+    #: denominator's items): which reading of "hallucinated" it counts (``"paper"``: the verdict; ``"default"``:
+    #: contradicted by the ground truth). The judge's measured error then corrects it (``judges.agreement``),
+    #: or the run says that error was not measured. None for a metric no judge decides.
+    judged: str | None = None
 
     def __post_init__(self) -> None:
         wanted = {"ratio": 2, "f1": 3}

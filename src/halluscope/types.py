@@ -223,3 +223,7 @@ class MetricsReport(BaseModel):
     intervals: dict[str, dict[str, Any] | None] = Field(default_factory=dict)
     #: The same per group of ``groups`` (group -> metric -> interval), where the benchmark's tables give groups.
     group_intervals: dict[str, dict[str, dict[str, Any] | None]] = Field(default_factory=dict)
+    #: For benchmarks whose headlines a judge decides: the judge's measured sensitivity and specificity on
+    #: labelled real answers and each judged headline corrected for them, with an interval carrying both
+    #: errors; or ``measured: null`` and a note that the judge's error was not measured.
+    judge_error: dict[str, Any] = Field(default_factory=dict)

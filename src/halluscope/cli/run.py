@@ -222,10 +222,12 @@ class CliHooks:
 
 
 def show_metrics(report: Any, flags: RunFlags) -> None:
-    from halluscope.report.table import metrics_table
+    from halluscope.report.table import judge_error_lines, metrics_table
 
     title = f"{report.benchmark} — {flags.out}"
     console().print(metrics_table(report.metrics, report.counts, title=title, intervals=report.intervals))
+    for line in judge_error_lines(report.judge_error):
+        console().print(line, markup=False, highlight=False)
 
 
 def show_outcome(outcome: RunOutcome, flags: RunFlags) -> None:

@@ -33,14 +33,16 @@ from halluscope.metrics.stats import (
     ratio,
     with_holm,
 )
-from halluscope.metrics.stats.bootstrap import bootstrap_many
+from halluscope.metrics.stats.bootstrap import bootstrap_many, bootstrap_replicates
 from halluscope.metrics.stats.interval import check_level
+from halluscope.metrics.stats.judge_error import Agreement, corrected_interval
 from halluscope.stages import MetricDeclaration, MetricTable
 
 __all__ = [
     "DEFAULT_SEED",
     "DeclaredValue",
     "compare_declared",
+    "corrected_for_judge",
     "declared_group_intervals",
     "declared_intervals",
     "declared_sums",
@@ -215,6 +217,35 @@ def declared_group_intervals(
             found = _intervals_over_rows(same, table, rows, level, resamples, seed)
             out.setdefault(group, {}).update(found)
     return out
+
+
+def corrected_for_judge(
+    declaration: MetricDeclaration,
+    tables: Mapping[str, MetricTable],
+    agreement: Agreement,
+    *,
+    level: float = DEFAULT_LEVEL,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> tuple[float, Interval] | None:
+    """A judged rate corrected for the judge's measured sensitivity and specificity (Rogan-Gladen), on the
+    metric's scale, with an interval drawing the run's cluster bootstrap and the calibration counts together.
+    None when the rate is undefined or the judge no better than chance on its calibration set."""
+    sums = declared_sums(declaration, tables)
+    if sums is None:
+        return None
+    share = ratio(*declaration.components) if declaration.statistic == "ratio" else statistic_of(declaration)
+    observed = sums.evaluate(share)
+    if observed is None:
+        return None
+    replicates = bootstrap_replicates(sums, share, resamples=resamples, seed=seed)
+    result = corrected_interval(
+        observed, replicates, agreement, level=level, seed=seed, unit=declaration.unit, n=sums.n, units=sums.units
+    )
+    if result is None:
+        return None
+    estimate, interval = result
+    return declaration.scale * estimate, interval.scaled(declaration.scale)
 
 
 @dataclass(frozen=True)

@@ -204,6 +204,30 @@ def _transposed_table(part: Sequence[RunSummary], every: Sequence[RunSummary], t
     return table
 
 
+def judge_error_lines(section: dict[str, Any]) -> list[str]:
+    """What a run says of its judge's own error, in a line or two under its table."""
+    if not section:
+        return []
+    judge = section.get("judge", "the judge")
+    measured = section.get("measured")
+    if not measured:
+        return [f"judge {judge}: {section.get('note', 'judge error not measured')}"]
+    lines = [
+        f"judge {judge}, measured on {measured['on']}: sensitivity {measured['sensitivity']:.2f} "
+        f"({measured['flagged']} of {measured['hallucinated']} hallucinated {measured['unit']}s flagged), "
+        f"specificity {measured['specificity']:.2f} ({measured['passed']} of {measured['faithful']} faithful passed)"
+    ]
+    for name, corrected in (section.get("corrected") or {}).items():
+        if corrected is None:
+            lines.append(f"  {name}: no corrected estimate (the judge is no better than chance on its measurement)")
+            continue
+        lines.append(
+            f"  {name} corrected for the judge's error: {corrected['estimate']:.2f} "
+            f"[{corrected['low']:.2f}, {corrected['high']:.2f}] ({100 * corrected['level']:g} %, sampling and judge)"
+        )
+    return lines
+
+
 def _interval_cell(found: dict[str, Any] | None) -> str:
     """``[85.02, 86.77] over 500 images``: the bounds and the units they were resampled over."""
     if not found:

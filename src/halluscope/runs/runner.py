@@ -299,6 +299,7 @@ async def run_benchmark_async(
             records = read_records(out_dir)
             report = benchmark.metrics(records)
             report.intervals, report.group_intervals = headline_intervals(benchmark, records, interval_level, out_dir)
+            report.judge_error = _judge_error(benchmark, records, ctx, interval_level)
         report.counts["corrupt_log_lines"] = len(scan.corrupt)
         if scan.corrupt:
             report.details["corrupt_log_lines"] = [
@@ -334,6 +335,17 @@ def headline_intervals(
         for group, metrics in declared_group_intervals(declarations, tables, level=level).items()
     }
     return overall, by_group
+
+
+def _judge_error(
+    benchmark: Benchmark, records: Sequence[SampleRecord], ctx: ScoringContext, level: float
+) -> dict[str, Any]:
+    from halluscope.runs.judge_error import judge_error_section
+
+    declarations = benchmark.metric_declarations()
+    if not any(d.judged for d in declarations) or ctx.judge is None:
+        return {}
+    return judge_error_section(ctx.judge, declarations, benchmark.metric_tables(records), level)
 
 
 def _interval_json(estimate: float | None, interval: Any) -> dict[str, Any] | None:

@@ -1,0 +1,61 @@
+"""What a run says about its judge's own error, beside the headlines a judge decides.
+
+A rate read by a judge inherits the judge's mistakes; the headline intervals cover only the sampling of
+questions. For each declared headline that counts a judge's calls (``MetricDeclaration.judged``), the run
+records the judge's measured sensitivity and specificity (``judges.agreement``, measured on labelled real
+answers) and the rate corrected for them, with an interval that carries both errors
+(``metrics.declared.corrected_for_judge``); where the judge in the slot has no measurement, it says so in
+words, so that a number from an unmeasured judge never looks as certain as one from a measured one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from halluscope.stages import MetricDeclaration, MetricTable
+
+__all__ = ["NOT_MEASURED", "judge_error_section"]
+
+NOT_MEASURED = (
+    "judge error not measured: the intervals cover the sampling of questions, not the judge's own mistakes"
+)
+
+
+def _judge_name(identity: Mapping[str, Any]) -> str:
+    name = str(identity.get("judge") or identity.get("name") or "?")
+    model = identity.get("model")
+    return f"{name} ({model})" if model else name
+
+
+def judge_error_section(
+    judge: Any, declarations: Sequence[MetricDeclaration], tables: Mapping[str, MetricTable], level: float
+) -> dict[str, Any]:
+    """``metrics.json``'s ``judge_error``: empty when no headline is judged or no judge is in the slot."""
+    from halluscope.judges.agreement import measured_agreement
+    from halluscope.metrics.declared import corrected_for_judge
+
+    judged = [d for d in declarations if d.judged]
+    if not judged or judge is None:
+        return {}
+    identity = dict(judge.identity())
+    section: dict[str, Any] = {"judge": _judge_name(identity), "measured": None, "corrected": {}}
+    for declaration in judged:
+        assert declaration.judged is not None
+        measured = measured_agreement(identity, declaration.judged)
+        if measured is None:
+            continue
+        counts = measured.counts
+        section["measured"] = {
+            "on": measured.measured_on, "unit": measured.unit, "reading": declaration.judged,
+            "sensitivity": counts.sensitivity, "flagged": counts.found, "hallucinated": counts.positives,
+            "specificity": counts.specificity, "passed": counts.passed, "faithful": counts.negatives,
+        }  # fmt: skip
+        corrected = corrected_for_judge(declaration, tables, counts, level=level)
+        section["corrected"][declaration.name] = (
+            None if corrected is None else {"estimate": corrected[0], **corrected[1].to_json(digits=6)}
+        )
+    if section["measured"] is None:
+        section["note"] = NOT_MEASURED
+        del section["corrected"]
+    return section
