@@ -89,7 +89,7 @@ async def run_population(
 
     Models named in ``negation_blind`` ignore the ``not`` of negated yes/no questions.
     """
-    from halluscope.runs.runner import run_benchmark_async
+    from halluscope.runs.runner import RunSettings, run_benchmark_async
 
     paths = []
     for name, rate in true_rates.items():
@@ -100,7 +100,7 @@ async def run_population(
             spec_extra={"model": {"provider": "sim-rate", "name": name, "rate": rate, "seed": seed,
                                   "negation_blind": name in negation_blind},
                         "responses": None},
-            overwrite=True,
+            settings=RunSettings(overwrite=True),
         )
         paths.append(out_dir)
     return paths

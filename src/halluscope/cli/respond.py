@@ -130,7 +130,7 @@ def _collect(flags: RespondFlags, bench: Any, spec: Any, model: Any) -> dict[str
     from halluscope.cli.common import exit_interrupted
     from halluscope.models.replay import ReplayError
     from halluscope.runs.interrupt import run_async
-    from halluscope.runs.respond import RespondError, collect_responses
+    from halluscope.runs.respond import Generation, RespondError, collect_responses
 
     async def main() -> dict[str, Any]:
         try:
@@ -140,10 +140,10 @@ def _collect(flags: RespondFlags, bench: Any, spec: Any, model: Any) -> dict[str
                 flags.out,
                 concurrency=flags.concurrency,
                 show_progress=not flags.quiet and interactive(),
-                max_tokens=flags.max_tokens,
-                temperature=flags.temperature,
-                seed=flags.seed,
-                top_logprobs=flags.logprobs,
+                generation=Generation(
+                    max_tokens=flags.max_tokens, temperature=flags.temperature, seed=flags.seed,
+                    top_logprobs=flags.logprobs,
+                ),
                 model_name=spec.render(),
             )
         finally:

@@ -123,7 +123,7 @@ def execute(
     :class:`~halluscope.runs.interrupt.RunInterrupted` on Ctrl-C or SIGTERM (re-run to resume).
     """
     from halluscope.llm.errors import LLMError
-    from halluscope.runs.runner import run_benchmark
+    from halluscope.runs.runner import RunSettings, run_benchmark
     from halluscope.runs.store import RunDirError
 
     hooks = hooks or WarningHooks()
@@ -147,10 +147,12 @@ def execute(
                 spec["local_llm"] = local.describe()
             try:
                 report = run_benchmark(
-                    bench, answers.responses, ctx, config.out, spec_extra=spec, chunk_size=config.chunk_size,
-                    show_progress=config.progress, overwrite=config.overwrite,
-                    max_failure_share=config.max_failure_share, model_failures=answers.model_failures,
-                    interval_level=config.ci,
+                    bench, answers.responses, ctx, config.out, spec_extra=spec, show_progress=config.progress,
+                    settings=RunSettings(
+                        chunk_size=config.chunk_size, overwrite=config.overwrite,
+                        max_failure_share=config.max_failure_share, interval_level=config.ci,
+                    ),
+                    model_failures=answers.model_failures,
                 )  # fmt: skip
             except RunDirError as error:
                 raise _run_dir_error(config, error) from error

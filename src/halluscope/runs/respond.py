@@ -31,6 +31,7 @@ import json
 import logging
 import os
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,28 @@ def _replay_warnings(model: Model, benchmark: Benchmark, ids: list[str]) -> list
     return []
 
 
+@dataclass(frozen=True)
+class Generation:
+    """How the model is asked to answer: recorded in ``respond.json``, and a folder answered under other
+    settings is refused (the answers would mix two configurations)."""
+
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float = 0.0
+    seed: int | None = None
+    top_logprobs: int | None = None
+
+
+@dataclass
+class _Asking:
+    """The state of one answering pass: what is left to ask, what came back, what failed."""
+
+    queue: Iterable[Sample]
+    size: int
+    failures: dict[str, str]
+    new: dict[str, Response] = field(default_factory=dict)
+    fatal: list[BaseException] = field(default_factory=list)
+
+
 @holding_run_dir(RespondError)  # one writer per folder: two would each append every answer
 async def collect_responses(
     benchmark: Benchmark,
@@ -262,37 +285,32 @@ async def collect_responses(
     *,
     concurrency: int = 4,
     show_progress: bool = True,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    temperature: float = 0.0,
-    seed: int | None = None,
-    top_logprobs: int | None = None,
+    generation: Generation | None = None,
+    max_tokens: int | None = None,
     model_name: str | None = None,
     progress: ProgressSink | None = None,
 ) -> dict[str, Response]:
     """Ask ``model`` every sample of ``benchmark``; stream answers to ``out_dir``.
 
     To ask only some, pass the selection the run scores (``runs.selection.first_samples(benchmark, n)``), so
-    the questions asked and the samples scored are the same ones. Returns the answers (earlier and new), by
-    id. Samples whose request failed are absent from the result and listed in ``respond-errors.jsonl``;
-    running again retries only them.
+    the questions asked and the samples scored are the same ones. ``max_tokens`` overrides the one of
+    ``generation``. Returns the answers (earlier and new), by id. Samples whose request failed are absent from
+    the result and listed in ``respond-errors.jsonl``; running again retries only them.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    settings = generation or Generation()
+    if max_tokens is not None:
+        settings = replace(settings, max_tokens=max_tokens)
     samples = list(benchmark.samples())
     ids = [s.id for s in samples]
     label = model_name or model_label(model)
-    generation = {
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "seed": seed,
-        "top_logprobs": top_logprobs,
-    }
     meta: dict[str, Any] = {
         "model": model.identity(),
         "model_name": label,
         "benchmark_name": benchmark.name,
         "benchmark": benchmark.spec(),
-        "generation": generation,
+        "generation": asdict(settings),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     try:
@@ -303,104 +321,114 @@ async def collect_responses(
     for warning in warnings:
         log.warning("%s", warning)
     _prepare_dir(out_dir, meta)
-
-    path = out_dir / RESPONSES_FILE
-    removed = repair_torn_tail(path)
-    if removed:
-        log.warning(
-            "%s: removed an incomplete last line (%d bytes) left by an interrupted run", path, removed
-        )
-    existing, problems = read_collected(path)
-    for problem in problems:
-        log.warning("%s", problem)
-    wanted = set(ids)
+    existing = _earlier_answers(out_dir / RESPONSES_FILE)
     pending = [s for s in samples if s.id not in existing and s.id not in no_image]
-
     # Never asked: the model would answer without the image (missing_images=fail). Retried next run.
-    failures: dict[str, str] = {i: f"{MISSING_IMAGE}: {why}" for i, why in no_image.items() if i not in existing}
-    unasked = len(failures)
-    fatal: list[BaseException] = []  # an endpoint that cannot serve anything: stop asking
-    new: dict[str, Response] = {}
+    asking = _Asking(
+        queue=iter(pending), size=len(pending),
+        failures={i: f"{MISSING_IMAGE}: {why}" for i, why in no_image.items() if i not in existing},
+    )  # fmt: skip
+    unasked = len(asking.failures)
     owns_progress = progress is None
     sink = progress if progress is not None else make_progress(show_progress)
-    sink.start(
-        f"answering {benchmark.name} with {label}", total=len(samples), done=len(samples) - len(pending)
-    )
-    queue: Iterable[Sample] = iter(pending)
-
-    with path.open("a", encoding="utf-8") as handle:
-
-        def record(response: Response) -> None:
-            from halluscope.responses import response_to_row
-
-            # One write per line, flushed at once: a kill leaves whole lines, plus at most one torn tail.
-            handle.write(json.dumps(response_to_row(response), ensure_ascii=False) + "\n")
-            handle.flush()
-
-        async def worker() -> None:
-            for sample in queue:
-                if fatal:
-                    return
-                try:
-                    request = build_request(
-                        benchmark,
-                        sample,
-                        max_tokens=max_tokens,
-                        temperature=temperature,
-                        seed=seed,
-                        top_logprobs=top_logprobs,
-                    )
-                    result = await model.generate(request)
-                    response = to_response(sample.id, result, label)
-                except Exception as error:  # one failing sample never stops the others...
-                    failures[sample.id] = f"{type(error).__name__}: {error}"
-                    log.debug("sample %s failed: %s", sample.id, failures[sample.id])
-                    if endpoint_unusable(error) is not None:  # ...unless no sample can succeed
-                        fatal.append(error)
-                else:
-                    record(response)
-                    new[sample.id] = response
-                sink.advance(1)
-
-        try:
-            await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(pending) or 1)))))
-        finally:
-            if owns_progress:
-                sink.close()
-
-    errors_path = out_dir / RESPOND_ERRORS_FILE
-    if failures:
-        with errors_path.open("w", encoding="utf-8") as handle:
-            for sample_id in ids:
-                if sample_id in failures:
-                    handle.write(
-                        json.dumps({"id": sample_id, "error": failures[sample_id]}, ensure_ascii=False) + "\n"
-                    )
-    else:
-        errors_path.unlink(missing_ok=True)
-
-    collected = {i: r for i, r in existing.items() if i in wanted}
-    collected.update(new)
-    meta["counts"] = {
-        "samples": len(samples),
-        "answered": len(collected),
-        "answered_now": len(new),
-        "cached_now": sum(1 for r in new.values() if r.metadata.get("cached")),
-        "failed": len(failures),
-    }
-    if unasked:
-        meta["counts"]["missing_images"] = unasked  # among "failed": never asked, for want of the image
+    sink.start(f"answering {benchmark.name} with {label}", total=len(samples), done=len(samples) - len(pending))
+    try:
+        await _ask_all(benchmark, model, settings, label, out_dir / RESPONSES_FILE, asking, sink, concurrency)
+    finally:
+        if owns_progress:
+            sink.close()
+    _write_failures(out_dir / RESPOND_ERRORS_FILE, ids, asking.failures)
+    collected = {i: r for i, r in existing.items() if i in set(ids)}
+    collected.update(asking.new)
+    _finish_meta(out_dir, meta, samples=len(samples), collected=collected, asking=asking, unasked=unasked)
     meta["warnings"] = warnings[:50]
-    meta["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    if fatal:
-        meta["stopped"] = f"{type(fatal[0]).__name__}: {fatal[0]}"
     write_json_atomic(out_dir / RESPOND_META_FILE, mask_data(meta))
-    if fatal:
-        cause = endpoint_unusable(fatal[0]) or fatal[0]
+    if asking.fatal:
+        cause = endpoint_unusable(asking.fatal[0]) or asking.fatal[0]
         raise ModelEndpointError(
             f"the model {label} cannot answer: {type(cause).__name__}: {cause} — stopped after "
-            f"{len(failures) - unasked} failed request(s); {len(collected)} answer(s) collected before are kept in "
-            f"{path}. Fix the endpoint, key or model name and re-run the same command to resume.",
+            f"{len(asking.failures) - unasked} failed request(s); {len(collected)} answer(s) collected before are "
+            f"kept in {out_dir / RESPONSES_FILE}. Fix the endpoint, key or model name and re-run the same command "
+            "to resume.",
             cause,
         )
     return {i: collected[i] for i in ids if i in collected}
+
+
+def _earlier_answers(path: Path) -> dict[str, Response]:
+    """The answers an earlier pass wrote (a torn last line, left by a kill, removed first)."""
+    removed = repair_torn_tail(path)
+    if removed:
+        log.warning("%s: removed an incomplete last line (%d bytes) left by an interrupted run", path, removed)
+    existing, problems = read_collected(path)
+    for problem in problems:
+        log.warning("%s", problem)
+    return existing
+
+
+async def _ask_all(
+    benchmark: Benchmark,
+    model: Model,
+    settings: Generation,
+    label: str,
+    path: Path,
+    asking: _Asking,
+    sink: ProgressSink,
+    concurrency: int,
+) -> None:
+    """Ask the queued samples with ``concurrency`` workers, each answer appended to ``path`` as it comes."""
+    from halluscope.responses import response_to_row
+
+    with path.open("a", encoding="utf-8") as handle:
+
+        async def worker() -> None:
+            for sample in asking.queue:
+                if asking.fatal:
+                    return
+                try:
+                    request = build_request(
+                        benchmark, sample, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                        seed=settings.seed, top_logprobs=settings.top_logprobs,
+                    )  # fmt: skip
+                    response = to_response(sample.id, await model.generate(request), label)
+                except Exception as error:  # one failing sample never stops the others...
+                    asking.failures[sample.id] = f"{type(error).__name__}: {error}"
+                    log.debug("sample %s failed: %s", sample.id, asking.failures[sample.id])
+                    if endpoint_unusable(error) is not None:  # ...unless no sample can succeed
+                        asking.fatal.append(error)
+                else:
+                    # One write per line, flushed at once: a kill leaves whole lines, plus at most one torn tail.
+                    handle.write(json.dumps(response_to_row(response), ensure_ascii=False) + "\n")
+                    handle.flush()
+                    asking.new[sample.id] = response
+                sink.advance(1)
+
+        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, asking.size or 1)))))
+
+
+def _write_failures(path: Path, ids: list[str], failures: dict[str, str]) -> None:
+    """``respond-errors.jsonl``: the samples whose request failed this time, in the benchmark's order."""
+    if not failures:
+        path.unlink(missing_ok=True)
+        return
+    with path.open("w", encoding="utf-8") as handle:
+        for sample_id in ids:
+            if sample_id in failures:
+                handle.write(json.dumps({"id": sample_id, "error": failures[sample_id]}, ensure_ascii=False) + "\n")
+
+
+def _finish_meta(
+    out_dir: Path, meta: dict[str, Any], *, samples: int, collected: dict[str, Response], asking: _Asking, unasked: int
+) -> None:
+    meta["counts"] = {
+        "samples": samples,
+        "answered": len(collected),
+        "answered_now": len(asking.new),
+        "cached_now": sum(1 for r in asking.new.values() if r.metadata.get("cached")),
+        "failed": len(asking.failures),
+    }
+    if unasked:
+        meta["counts"]["missing_images"] = unasked  # among "failed": never asked, for want of the image
+    meta["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    if asking.fatal:
+        meta["stopped"] = f"{type(asking.fatal[0]).__name__}: {asking.fatal[0]}"

@@ -32,6 +32,7 @@ import datetime as dt
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,21 @@ def next_chunk_size(size: int, took_s: float, largest: int) -> int:
     return size
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """How a run scores and reports, beside what it scores: batch size, whether to start the folder afresh,
+    the failure share that fails the run, and the confidence level of the headline intervals."""
+
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    overwrite: bool = False
+    max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE
+    interval_level: float = DEFAULT_LEVEL
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.max_failure_share <= 1.0:
+            raise ValueError(f"max_failure_share must be between 0 and 1, got {self.max_failure_share}")
+
+
 async def run_benchmark_async(
     benchmark: Benchmark,
     responses: Mapping[str, Response],
@@ -250,29 +266,25 @@ async def run_benchmark_async(
     out_dir: Path,
     *,
     spec_extra: Mapping[str, Any] | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    settings: RunSettings | None = None,
     progress: ProgressSink | None = None,
-    overwrite: bool = False,
-    max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
     model_failures: Mapping[str, str] | None = None,
-    interval_level: float = DEFAULT_LEVEL,
 ) -> MetricsReport:
     """Score every sample of ``benchmark`` into ``out_dir``; see the module docstring for resuming.
 
-    Each headline metric the benchmark declares gets its ``interval_level`` confidence interval in
-    ``metrics.json`` (``intervals``), computed from the declarations, never per benchmark.
+    Each headline metric the benchmark declares gets its confidence interval (at ``settings.interval_level``)
+    in ``metrics.json`` (``intervals``), computed from the declarations, never per benchmark.
 
     Raises :class:`StageFailureError` (after writing ``metrics.json``) when a stage failed on every sample
-    that reached it or on more than ``max_failure_share`` of them. ``model_failures`` (sample id → error)
-    names the samples whose model request failed (``--model`` runs): they count as failures of the
+    that reached it or on more than ``settings.max_failure_share`` of them. ``model_failures`` (sample id →
+    error) names the samples whose model request failed (``--model`` runs): they count as failures of the
     ``model`` stage, not as answers missing from a file.
     """
-    if not 0.0 <= max_failure_share <= 1.0:
-        raise ValueError(f"max_failure_share must be between 0 and 1, got {max_failure_share}")
+    settings = settings or RunSettings()
     out_dir = Path(out_dir)
     with run_dir_lock(out_dir), run_dir_writes(out_dir):
         spec = build_spec(benchmark, ctx, spec_extra)
-        if overwrite:
+        if settings.overwrite:
             for name in RUN_FILES:
                 (out_dir / name).unlink(missing_ok=True)
         if (out_dir / SPEC_FILE).exists():
@@ -294,12 +306,14 @@ async def run_benchmark_async(
         with gc_frozen():
             await _score_pending(
                 benchmark, pending, responses, ctx, out_dir, progress or NullProgress(),
-                total=len(samples), largest=max(1, chunk_size), model_failures=model_failures,
+                total=len(samples), largest=max(1, settings.chunk_size), model_failures=model_failures,
             )  # fmt: skip
             records = read_records(out_dir)
             report = benchmark.metrics(records)
-            report.intervals, report.group_intervals = headline_intervals(benchmark, records, interval_level, out_dir)
-            report.judge_error = _judge_error(benchmark, records, ctx, interval_level)
+            report.intervals, report.group_intervals = headline_intervals(
+                benchmark, records, settings.interval_level, out_dir
+            )
+            report.judge_error = _judge_error(benchmark, records, ctx, settings.interval_level)
         report.counts["corrupt_log_lines"] = len(scan.corrupt)
         if scan.corrupt:
             report.details["corrupt_log_lines"] = [
@@ -307,7 +321,7 @@ async def run_benchmark_async(
             ]
         report.counts["stage_failures"] = sum(1 for r in records if is_stage_failure(r))
         write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
-    _check_outcome(records, report, max_failure_share)
+    _check_outcome(records, report, settings.max_failure_share)
     return report
 
 
@@ -409,12 +423,9 @@ def run_benchmark(
     out_dir: Path,
     *,
     spec_extra: Mapping[str, Any] | None = None,
-    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    settings: RunSettings | None = None,
     show_progress: bool = True,
-    overwrite: bool = False,
-    max_failure_share: float = DEFAULT_MAX_FAILURE_SHARE,
     model_failures: Mapping[str, str] | None = None,
-    interval_level: float = DEFAULT_LEVEL,
 ) -> MetricsReport:
     """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked.
 
@@ -424,16 +435,7 @@ def run_benchmark(
     try:
         return run_async(
             run_benchmark_async(
-                benchmark,
-                responses,
-                ctx,
-                out_dir,
-                spec_extra=spec_extra,
-                chunk_size=chunk_size,
-                progress=progress,
-                overwrite=overwrite,
-                interval_level=interval_level,
-                max_failure_share=max_failure_share,
+                benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, progress=progress,
                 model_failures=model_failures,
             )
         )
