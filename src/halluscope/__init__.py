@@ -5,7 +5,7 @@ The public nouns are few: :class:`Sample`, :class:`Response`, :class:`Claim`, :c
 benchmarks, models, extractors and judges. Everything heavy is imported lazily.
 """
 
-from halluscope.api import EvaluationResult, compare, evaluate, load_run
+from halluscope.api import EvaluationResult, compare, evaluate, load_run, rejudge
 from halluscope.types import (
     Claim,
     ErrorType,
@@ -32,4 +32,5 @@ __all__ = [
     "compare",
     "evaluate",
     "load_run",
+    "rejudge",
 ]

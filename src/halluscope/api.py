@@ -131,6 +131,40 @@ def compare(baseline: str | Path, *candidates: str | Path, level: float = 0.95) 
         raise EvaluationError(str(error)) from error
 
 
+def rejudge(
+    run: str | Path,
+    *,
+    out: str | Path,
+    judge: str | None = None,
+    judge_options: Mapping[str, Any] | None = None,
+    extractor: str | None = None,
+    extractor_options: Mapping[str, Any] | None = None,
+    **settings: Any,
+) -> EvaluationResult:
+    """Score the answers of the finished run ``run`` with another judge (and, if given, extractor) into the new
+    run folder ``out``, never asking the model again (as ``halluscope rejudge``). ``settings`` are ``cache``,
+    ``overwrite``, ``progress``, ``chunk_size``, ``base_url`` and ``ci`` as in :func:`evaluate`. Compare the two
+    runs with :func:`compare`: the difference is the judge's alone."""
+    from halluscope.runs.rejudge import rejudge_config
+
+    allowed = {"cache", "overwrite", "progress", "chunk_size", "base_url", "ci"}
+    unknown = sorted(set(settings) - allowed)
+    if unknown:
+        raise TypeError(f"rejudge() got unknown option(s) {unknown}; known: {sorted(allowed)}")
+    cache = settings.pop("cache", None)
+    extras = {**settings, "surface": "api", "use_cache": cache is not False}
+    if isinstance(cache, str | Path):
+        extras["cache"] = Path(cache)
+    judge_choice = StageChoice(name=judge, options=dict(judge_options or {}), given=("judge",) if judge else ())
+    extractor_choice = (
+        StageChoice(name=extractor, options=dict(extractor_options or {}), given=("extractor",))
+        if extractor or extractor_options
+        else None
+    )
+    config = rejudge_config(Path(run), out=Path(out), judge=judge_choice, extractor=extractor_choice, settings=extras)
+    return _execute(config, None)
+
+
 # --- evaluate -------------------------------------------------------------------------------------------
 
 #: Keyword options of :func:`evaluate`, besides the named parameters; each mirrors a ``halluscope run`` flag.

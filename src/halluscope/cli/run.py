@@ -123,13 +123,18 @@ class RunFlags:
 @flags_command(RunFlags)
 def run(flags: RunFlags) -> None:
     """Score answers on a benchmark: extract claims, judge them, and write spec, samples and metrics."""
+    execute_and_show(run_config(flags))
+
+
+def execute_and_show(config: RunConfig) -> None:
+    """Run ``config`` (``run`` and ``rejudge``) and show its table, or say in one line why it failed."""
     from halluscope.runs.config import EvaluationError
     from halluscope.runs.evaluation import execute
     from halluscope.runs.runner import NothingMeasuredError, StageFailureError
 
     try:
         with stops_on_signals():
-            outcome = execute(run_config(flags), CliHooks())
+            outcome = execute(config, CliHooks())
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what finished is written; no metrics.json
         exit_interrupted()
     except EvaluationError as error:
@@ -143,14 +148,14 @@ def run(flags: RunFlags) -> None:
         )
     except StageFailureError as error:
         warn_corrupt(console(stderr=True), error.report)
-        show_metrics(error.report, flags)
+        show_metrics(error.report, config.out)
         fail(
             f"{error} — the metrics above rest on the samples that were scored. Fix the cause and re-run "
             "the same command: the failed samples are retried, the rest are kept.",
             code=1,
         )
     warn_corrupt(console(stderr=True), outcome.report)
-    show_outcome(outcome, flags)
+    show_outcome(outcome, config.out)
 
 
 def run_config(flags: RunFlags) -> RunConfig:
@@ -221,26 +226,26 @@ class CliHooks:
         return local_llm()
 
 
-def show_metrics(report: Any, flags: RunFlags) -> None:
+def show_metrics(report: Any, out: Path) -> None:
     from halluscope.report.table import judge_error_lines, metrics_table
 
-    title = f"{report.benchmark} — {flags.out}"
+    title = f"{report.benchmark} — {out}"
     console().print(metrics_table(report.metrics, report.counts, title=title, intervals=report.intervals))
     for line in judge_error_lines(report.judge_error):
         console().print(line, markup=False, highlight=False)
 
 
-def show_outcome(outcome: RunOutcome, flags: RunFlags) -> None:
+def show_outcome(outcome: RunOutcome, out: Path) -> None:
     """The metrics table, what the responses file said of its labels and problems, and where the run is."""
     out_console = console()
-    show_metrics(outcome.report, flags)
+    show_metrics(outcome.report, out)
     imported = outcome.responses_file
     if imported.get("labels"):
         out_console.print(f"labels: {imported['labels']}")
     if imported.get("problems"):
         count = imported["problems"]
         out_console.print(f"{count} problem(s) in the responses file, kept in spec.json (responses_file)")
-    out_console.print(f"run directory: {flags.out}")
+    out_console.print(f"run directory: {out}")
 
 
 def warn_corrupt(err_console: Any, report: Any) -> None:

@@ -93,6 +93,8 @@ class RunConfig(BaseModel):
     overwrite: bool = False
     chunk_size: int = 256
     max_failure_share: float = Field(default=0.1, ge=0.0, le=1.0)
+    #: The run whose answers this run re-judges (``halluscope rejudge``); recorded in spec.json.
+    rejudged_from: Path | None = None
     #: The confidence level of the headline intervals in ``metrics.json`` (each interval records it).
     ci: float = Field(default=0.95, ge=0.5, le=0.999)
     progress: bool = False
