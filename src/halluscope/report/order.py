@@ -40,9 +40,11 @@ def _pair_key(key: str) -> tuple[str, int]:
     return key, 0
 
 
-def order_metrics(keys: Iterable[str]) -> list[str]:
-    """Tri-HE's headline first, then its paper rates (each Hallu-Q before its Hallu-I), then the rest, paired."""
+def order_metrics(keys: Iterable[str], headlines: Iterable[str] = ()) -> list[str]:
+    """The benchmarks' declared ``headlines`` first, in their declared order; then Tri-HE's headline, then its
+    paper rates (each Hallu-Q before its Hallu-I), then the rest, paired."""
     unique = list(dict.fromkeys(keys))
-    leading = [k for k in _LEADING if k in unique]
+    declared = [k for k in dict.fromkeys(headlines) if k in unique]
+    leading = declared + [k for k in _LEADING if k in unique and k not in declared]
     rest = sorted((k for k in unique if k not in leading), key=_pair_key)
     return leading + rest

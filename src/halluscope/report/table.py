@@ -73,7 +73,8 @@ def summarise_run(run_dir: Path, *, level: float | None = None) -> RunSummary:
 
 def metric_columns(summaries: Sequence[RunSummary]) -> list[str]:
     """Every metric present in any run, in the one fixed order (:func:`halluscope.report.order.order_metrics`)."""
-    return order_metrics(key for summary in summaries for key in summary.metrics)
+    headlines = (key for summary in summaries for key in summary.intervals)
+    return order_metrics((key for summary in summaries for key in summary.metrics), headlines)
 
 
 def format_value(value: float | None) -> str:
