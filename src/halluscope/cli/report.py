@@ -51,6 +51,7 @@ def report(
         fail(str(error))
     out = console()
     out.print(rich_table(summaries, title="halluscope runs", width=out.width))
+    _print_judge_errors(run_dirs)
     try:
         _print_comparisons(run_dirs, [s.benchmark for s in summaries], baseline, ci)
         if power:
@@ -102,6 +103,16 @@ def _print_comparisons(run_dirs: list[Path], benchmarks: list[str], baseline: Pa
         return
     for comparison in compare_runs(baseline, candidates, level=level):
         out.print(comparison_table(comparison, level))
+
+
+def _print_judge_errors(run_dirs: list[Path]) -> None:
+    """Each run's judge and how far it was measured to be right, beside the judged headlines above."""
+    from halluscope.report.table import judge_error_lines
+    from halluscope.runs.store import read_metrics
+
+    for run_dir in run_dirs:
+        for line in judge_error_lines(read_metrics(run_dir).judge_error):
+            console().print(f"{run_dir.name}: {line}", markup=False, highlight=False)
 
 
 def _print_power(run_dirs: list[Path], level: float) -> None:
