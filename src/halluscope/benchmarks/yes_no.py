@@ -114,10 +114,15 @@ def yes_no_declarations(unit: str = "item", *, scale: float = 100.0) -> tuple[Me
 
 
 def yes_no_table(
-    records: Sequence[SampleRecord], *, cluster: Callable[[SampleRecord], str] | None = None, positive: str = "yes"
+    records: Sequence[SampleRecord],
+    *,
+    cluster: Callable[[SampleRecord], str] | None = None,
+    positive: str = "yes",
+    prediction_field: str = "prediction",
 ) -> MetricTable:
     """One row per scored record (no failure, a label), as the yes/no report counts them: ``prediction`` of
-    the run's mode, unanswered rows with every component 0 so they count in no rate."""
+    the run's mode (or another reading the record carries, e.g. ``robust_prediction``, for figures a run
+    reports under both rules), unanswered rows with every component 0 so they count in no rate."""
     ids: list[str] = []
     clusters: list[str] = []
     columns: dict[str, list[float]] = {
@@ -127,7 +132,7 @@ def yes_no_table(
         label = record.field("label")
         if record.failure is not None or label is None:
             continue
-        prediction = record.field("prediction")
+        prediction = record.field(prediction_field)
         answered = prediction is not None
         said_positive = answered and prediction == positive
         truly_positive = str(label) == positive
