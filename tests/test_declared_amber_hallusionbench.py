@@ -24,8 +24,8 @@ from halluscope.benchmarks.hallusionbench import HallusionBench
 from halluscope.cache import Cache
 from halluscope.judges.hallusionbench import VLMEvalKitGrader
 from halluscope.metrics.declared import declared_intervals
-from halluscope.runs.store import read_records
 from halluscope.runs.runner import headline_intervals, run_benchmark
+from halluscope.runs.store import read_records
 from halluscope.stages import Benchmark
 from halluscope.types import Response, Sample
 from tests.paths import AMBER_DIR, AMBER_EXCERPT, HALLUSIONBENCH_DIR, HALLUSIONBENCH_EXCERPT
