@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,14 +41,16 @@ from halluscope.benchmarks.closed import (
     yes_no_record,
 )
 from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
+from halluscope.benchmarks.yes_no import yes_no_declarations, yes_no_table
 from halluscope.cache import default_cache_dir
 from halluscope.jsonio import loads_json
 from halluscope.metrics.amber import dimension_of
 from halluscope.options import check_options
 from halluscope.responses import ResponsesFile
+from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
 
-__all__ = ["Amber", "amber_paper_rule", "judge_description"]
+__all__ = ["Amber", "amber_declarations", "amber_paper_rule", "amber_table", "judge_description"]
 
 OFFICIAL_BASE = "https://raw.githubusercontent.com/junyangwang0410/AMBER/master/data/"
 _FILES = ("annotations.json", "query/query_all.json", "relation.json", "safe_words.txt")
@@ -175,6 +178,36 @@ def _read_own_layout(path: Path, benchmark_ids: set[str] | None) -> ResponsesFil
         first[sample_id] = line
         result.responses[sample_id] = Response(id=sample_id, response=row["response"])
     return result
+
+
+#: The yes/no figures AMBER reports (its metrics.json has no yes-ratio, so none is declared).
+_DECLARED = ("accuracy", "precision", "recall", "f1")
+
+
+def amber_declarations(mode: str) -> tuple[MetricDeclaration, ...]:
+    """The declared headline of a run in ``mode``, over :func:`amber_table` (clustered by image).
+
+    Why these only: every figure declared must equal the one ``metrics.json`` holds, exactly, and AMBER's
+    official arithmetic is not a ratio of sums — its counters start at 0.001 and every figure is rounded to
+    0.1 (:mod:`halluscope.metrics.amber`). That rules out the generative CHAIR, Cover, Hal and Cog (in
+    every mode) and the paper-mode accuracy / precision / recall / F1. The robust reading (the shared parser,
+    unanswered items left out, no offset, no rounding) is exactly a ratio / F1 of sums with "no" the positive
+    class: it is the headline in robust mode, and reported as ``robust_*`` in paper mode, where it is what
+    gets an interval. AMBER's combined score ((100 − CHAIR + F1) / 2, in the paper) is not in metrics.json.
+    """
+    robust = tuple(d for d in yes_no_declarations("image") if d.name in _DECLARED)
+    if mode == "paper":
+        return tuple(replace(d, name=f"robust_{d.name}") for d in robust)
+    return robust
+
+
+def amber_table(records: Sequence[SampleRecord]) -> MetricTable:
+    """The yes/no items by the robust reading, "no" positive, clustered by image: AMBER asks 7 to 25 (mostly
+    10 to 19) existence, attribute and relation questions of each of its 1,004 images, and a model that misreads an
+    image tends to miss all of them, so the image is the unit that is resampled."""
+    return yes_no_table(
+        records, cluster=lambda r: r.image_id or r.id, positive="no", prediction_field="robust_prediction"
+    )
 
 
 class Amber(Benchmark):
@@ -393,3 +426,9 @@ class Amber(Benchmark):
         from halluscope.metrics.amber import amber_metrics
 
         return amber_metrics(records, benchmark=self.name, mode=self.mode)
+
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        return amber_declarations(self.mode)
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        return {"items": amber_table(records)}

@@ -63,7 +63,7 @@ from halluscope.judges.answers import parse_yes_no
 from halluscope.judges.hallusionbench import HallusionGrade, HallusionGrader, HallusionItem
 from halluscope.options import check_options
 from halluscope.responses import ResponsesFile
-from halluscope.stages import Failure
+from halluscope.stages import Failure, MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["HallusionBench", "hallusion_id"]
@@ -75,6 +75,33 @@ _REQUIRED = (*_ID_FIELDS, "question", "gt_answer")
 
 def hallusion_id(row: Mapping[str, Any]) -> str:
     return "-".join(str(row[k]) for k in _ID_FIELDS)
+
+
+#: What one resampling unit of every HallusionBench interval is: a set (category, subcategory, set id) — a
+#: figure and its edited versions, asked the same questions. Figures of a set share questions (qAcc pairs
+#: them across versions) and questions of a set share figures (fAcc groups them), so neither the question,
+#: the figure nor the pair is independent of its neighbours; the set is the smallest unit that is.
+SET_UNIT = "figure set"
+
+
+def _declare(name: str, table: str, components: tuple[str, str], description: str) -> MetricDeclaration:
+    return MetricDeclaration(
+        name=name, statistic="ratio", components=components, table=table, unit=SET_UNIT, description=description
+    )
+
+
+#: aAcc, fAcc, qAcc and easy / hard qAcc over the tables of
+#: :func:`halluscope.metrics.hallusionbench.hallusion_tables`. The same five names in every mode: with
+#: ``--judge vlmevalkit`` the tables follow VLMEvalKit's rating as the figures do. Not declared: the
+#: ``official_*`` figures of a VLMEvalKit run (declarations cannot see the records, which alone tell a
+#: resumed run's grader), and the LH / VI / mixed counts (counts of wrong pairs, no rate).
+HALLUSION_DECLARATIONS = (
+    _declare("aAcc", "questions", ("correct", "questions"), "questions answered right"),
+    _declare("fAcc", "figures", ("all_correct", "groups"), "figures with every question right"),
+    _declare("qAcc", "pairs", ("all_correct", "groups"), "questions right on every version of their figure"),
+    _declare("easy_qAcc", "easy_pairs", ("all_correct", "groups"), "questions right on the original figure"),
+    _declare("hard_qAcc", "hard_pairs", ("all_correct", "groups"), "questions right on every edited figure"),
+)
 
 
 def _resolve(data: Path | None) -> Path:
@@ -347,15 +374,26 @@ class HallusionBench(Benchmark):
             )
         return records
 
+    def rated_by_vlmevalkit(self, records: Sequence[SampleRecord]) -> bool:
+        """Whether the headline is VLMEvalKit's rating: the grader that scored in this process; after a
+        resume that scored nothing, the records tell."""
+        return self.grader_name == "vlmevalkit" or (
+            self.grader_name is None and any("vlmevalkit_reading" in (r.model_extra or {}) for r in records)
+        )
+
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        return HALLUSION_DECLARATIONS
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        from halluscope.metrics.hallusionbench import hallusion_tables
+
+        return hallusion_tables(records, vlmevalkit=self.rated_by_vlmevalkit(records))
+
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.hallusionbench import hallusion_metrics
 
         report = hallusion_metrics(records, benchmark=self.name)
-        # The grader that scored in this process; after a resume that scored nothing, the records tell.
-        vlmevalkit = self.grader_name == "vlmevalkit" or (
-            self.grader_name is None and any("vlmevalkit_reading" in (r.model_extra or {}) for r in records)
-        )
-        if vlmevalkit:
+        if self.rated_by_vlmevalkit(records):
             from halluscope.metrics.vlmevalkit import hallusion_vlmevalkit_report
 
             report = hallusion_vlmevalkit_report(records, report)

@@ -120,11 +120,13 @@ def yes_no_table(
     group: Callable[[SampleRecord], str] | None = None,
     positive: str = "yes",
     reading: Callable[[SampleRecord], str | None] | None = None,
+    prediction_field: str = "prediction",
 ) -> MetricTable:
     """One row per scored record (no failure, a label), as the yes/no report counts them.
 
     ``reading`` gives a record's prediction ("yes", "no", None for unanswered, or another word, which
-    counts as answered and wrong, as VLMEvalKit's "Unknown" does); by default the run mode's ``prediction``,
+    counts as answered and wrong, as VLMEvalKit's "Unknown" does); by default the record's ``prediction_field``
+    (the run mode's ``prediction``, or e.g. ``robust_prediction`` for figures a run reports under both rules),
     unanswered rows having every component 0 so they count in no rate. ``cluster`` gives each row's
     resampling unit, ``group`` its group in ``metrics.json``'s ``groups``.
     """
@@ -136,7 +138,7 @@ def yes_no_table(
         label = record.field("label")
         if record.failure is not None or label is None:
             continue
-        prediction = reading(record) if reading is not None else record.field("prediction")
+        prediction = reading(record) if reading is not None else record.field(prediction_field)
         answered = prediction is not None
         said_positive = answered and prediction == positive
         truly_positive = str(label) == positive

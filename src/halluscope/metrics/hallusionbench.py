@@ -16,6 +16,10 @@ item's ``category`` (VD visual-dependent / VS visual-supplement), ``subcategory`
   know whether a model's answer to an edited figure is the *same* as to the original. The official code asks
   GPT-4; halluscope compares the two answers' yes/no readings (``same`` field), documented as a deviation.
 
+For intervals (:func:`hallusion_tables`, read through the benchmark's metric declarations) the resampling
+unit is the set (category, subcategory, set): a set's figures are versions of one figure asked the same
+questions, so its questions, figures and pairs stand or fall together.
+
 All rates 0–100 as the paper; also per category (VD / VS) in groups. The names follow the official
 leaderboard and lmms-eval (aAcc per question, qAcc per pair, fAcc per figure).
 """
@@ -26,9 +30,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from halluscope.stages import MetricTable
 from halluscope.types import MetricsReport, SampleRecord
 
-__all__ = ["hallusion_metrics", "hallusion_scores"]
+__all__ = ["hallusion_metrics", "hallusion_scores", "hallusion_tables"]
+
+_FIELDS = ("category", "subcategory", "set_id", "figure_id", "question_id", "visual_input", "correctness")
 
 
 def _is_correct(row: dict[str, Any]) -> int:
@@ -40,6 +47,19 @@ def _is_correct(row: dict[str, Any]) -> int:
 
 def _pair_key(row: dict[str, Any]) -> str:
     return "_".join(str(row[k]) for k in ("category", "subcategory", "set_id", "question_id"))
+
+
+def _figure_key(row: dict[str, Any]) -> str:
+    return "_".join(str(row[k]) for k in ("category", "subcategory", "set_id", "figure_id"))
+
+
+def _set_key(row: dict[str, Any]) -> str:
+    return "_".join(str(row[k]) for k in ("category", "subcategory", "set_id"))
+
+
+def _scored(records: Sequence[SampleRecord]) -> list[SampleRecord]:
+    """The records the rates count: no failure, and a correctness code from the grader."""
+    return [r for r in records if r.failure is None and r.field("correctness") is not None]
 
 
 def _all_correct_share(groups: dict[str, list[int]]) -> float | None:
@@ -114,8 +134,7 @@ def hallusion_scores(rows: Iterable[dict[str, Any]]) -> dict[str, float | None]:
         pairs[key].append(r["_correct"])
         (easy if str(r["figure_id"]) == "0" else hard)[key].append(r["_correct"])
         if not (r["category"] == "VS" and str(r["figure_id"]) == "0"):
-            fig = "_".join(str(r[k]) for k in ("category", "subcategory", "set_id", "figure_id"))
-            figures[fig].append(r["_correct"])
+            figures[_figure_key(r)].append(r["_correct"])
     return {
         "aAcc": 100.0 * sum(r["_correct"] for r in rows) / len(rows) if rows else None,
         "qAcc": _all_correct_share(pairs),
@@ -126,9 +145,8 @@ def hallusion_scores(rows: Iterable[dict[str, Any]]) -> dict[str, float | None]:
 
 
 def hallusion_metrics(records: Sequence[SampleRecord], *, benchmark: str = "hallusionbench") -> MetricsReport:
-    fields = ("category", "subcategory", "set_id", "figure_id", "question_id", "visual_input", "correctness")
-    scored = [r for r in records if r.failure is None and r.field("correctness") is not None]
-    rows = [{f: r.field(f) for f in fields} for r in scored]
+    scored = _scored(records)
+    rows = [{f: r.field(f) for f in _FIELDS} for r in scored]
     # ``same``: whether an answer about an edited figure reads (yes/no) like the answer about the original.
     original = {
         _pair_key(row): r.field("prediction") for row, r in zip(rows, scored, strict=True)
@@ -153,3 +171,53 @@ def hallusion_metrics(records: Sequence[SampleRecord], *, benchmark: str = "hall
         **analysis,
     }
     return MetricsReport(benchmark=benchmark, metrics=metrics, groups=groups, counts=counts)
+
+
+def _group_table(groups: dict[str, list[int]], set_of: dict[str, str]) -> MetricTable:
+    """One row per group (a figure or a question pair): 1 when every question in it is right; by set."""
+    ids = list(groups)
+    return MetricTable(
+        ids=ids,
+        components={"all_correct": [float(all(groups[g])) for g in ids], "groups": [1.0] * len(ids)},
+        clusters=[set_of[g] for g in ids],
+    )
+
+
+def hallusion_tables(records: Sequence[SampleRecord], *, vlmevalkit: bool = False) -> dict[str, MetricTable]:
+    """The per-row components of aAcc (``questions``), fAcc (``figures``), qAcc (``pairs``), easy and hard
+    qAcc (``easy_pairs``, ``hard_pairs``), each row in its set, so that a ratio of their sums is exactly
+    :func:`hallusion_scores`'s figure (the same records, the same rule of what is right, the same groups).
+
+    Why a table per figure and per pair: fAcc and qAcc are shares of groups, not of questions, so their rows
+    are the groups. ``vlmevalkit`` builds aAcc, fAcc and qAcc as VLMEvalKit rates them
+    (:func:`halluscope.metrics.vlmevalkit.vlmevalkit_hallusion`: only code 1 is right, VS figure 0 is a
+    figure too); easy and hard qAcc stay official, as that report keeps them.
+    """
+    scored = _scored(records)
+    rows = [{f: r.field(f) for f in _FIELDS} for r in scored]
+    official = [_is_correct(row) for row in rows]
+    correct = [int(r.field("correctness") == 1) for r in scored] if vlmevalkit else official
+    set_of: dict[str, str] = {}
+    figures: dict[str, list[int]] = defaultdict(list)
+    pairs: dict[str, list[int]] = defaultdict(list)
+    easy: dict[str, list[int]] = defaultdict(list)
+    hard: dict[str, list[int]] = defaultdict(list)
+    for row, right, right_officially in zip(rows, correct, official, strict=True):
+        pair, figure = _pair_key(row), _figure_key(row)
+        set_of[pair] = set_of[figure] = _set_key(row)
+        pairs[pair].append(right)
+        (easy if str(row["figure_id"]) == "0" else hard)[pair].append(right_officially)
+        if vlmevalkit or not (row["category"] == "VS" and str(row["figure_id"]) == "0"):
+            figures[figure].append(right)
+    questions = MetricTable(
+        ids=[r.id for r in scored],
+        components={"correct": [float(c) for c in correct], "questions": [1.0] * len(scored)},
+        clusters=[_set_key(row) for row in rows],
+    )
+    return {
+        "questions": questions,
+        "figures": _group_table(figures, set_of),
+        "pairs": _group_table(pairs, set_of),
+        "easy_pairs": _group_table(easy, set_of),
+        "hard_pairs": _group_table(hard, set_of),
+    }
