@@ -59,9 +59,20 @@ from halluscope.metrics.chair_coco import (
 from halluscope.options import check_options
 from halluscope.responses import ResponsesError, ResponsesFile
 from halluscope.scene.graph import SceneGraph
+from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import ErrorType, JudgedClaim, Response, Sample, SampleRecord, VerdictLabel
 
-__all__ = ["DEFAULT_PROMPT", "Chair", "ChairGroundTruth", "mention_claims", "read_captions", "read_id_file"]
+__all__ = [
+    "DEFAULT_PROMPT",
+    "Chair",
+    "ChairGroundTruth",
+    "caption_counts",
+    "chair_declarations",
+    "chair_table",
+    "mention_claims",
+    "read_captions",
+    "read_id_file",
+]
 
 DEFAULT_PROMPT = "Please describe this image in detail."
 GT_FILE = "coco2014_chair_gt.{build}.json.gz"
@@ -70,6 +81,62 @@ _COCO_NAME = re.compile(r"COCO_(?:val|train)2014_(\d{12})\.jpg$")
 
 
 _OBJECT_TYPE: dict[str, Any] = {"type": "object"}
+
+#: The per-caption counts CHAIR's figures are sums of, in :func:`chair_coco_metrics`' order.
+_COUNTS = ("mentions", "hallucinated_mentions", "truth_objects_mentioned", "truth_objects", "words")
+
+
+def caption_counts(record: SampleRecord) -> tuple[int, int, int, int, int]:
+    """One scored caption's counts, in :data:`_COUNTS` order: what both :meth:`Chair.metrics` and
+    :meth:`Chair.metric_tables` sum, so the declared figures are the reported ones by construction."""
+    extra = record.model_extra or {}
+    return (
+        len(extra.get("coco_objects") or []),
+        len(extra.get("hallucinated_objects") or []),
+        len(extra.get("recalled_objects") or []),
+        len(extra.get("truth_objects") or []),
+        int(extra.get("word_count") or 0),
+    )
+
+
+def chair_declarations() -> tuple[MetricDeclaration, ...]:
+    """CHAIRs, CHAIRi, Recall and Len over rows of :func:`chair_table`, one row per caption.
+
+    The unit is the caption: each describes its own image, while the object mentions within one caption
+    share it (a model that misreads a scene names several absent objects at once), so CHAIRi and Recall
+    resample whole captions, never single mentions. CHAIRs is a share of independent captions (Wilson).
+    """
+
+    def declare(name: str, components: tuple[str, str], description: str, *, scale: float = 100.0,
+                higher: bool = False) -> MetricDeclaration:
+        return MetricDeclaration(name=name, statistic="ratio", components=components, scale=scale,
+                                 higher_is_better=higher, unit="caption", description=description)
+
+    return (
+        declare("CHAIRs", ("hallucinated", "captions"), "captions naming an object the image lacks"),
+        declare("CHAIRi", ("hallucinated_mentions", "mentions"), "object mentions the image lacks"),
+        declare("Recall", ("truth_objects_mentioned", "truth_objects"), "the image's objects the caption names",
+                higher=True),
+        # Neither direction is better: a longer caption names more objects, so CHAIR is compared at equal Len.
+        declare("Len", ("words", "captions"), "mean words per caption", scale=1.0),
+    )
+
+
+def chair_table(records: Sequence[SampleRecord]) -> MetricTable:
+    """One row per scored caption (failures left out, as :meth:`Chair.metrics` leaves them): its counts,
+    ``hallucinated`` (1 when any mention is) and ``captions`` (1). Rows are captions, each its own unit."""
+    ids: list[str] = []
+    columns: dict[str, list[float]] = {name: [] for name in (*_COUNTS, "hallucinated", "captions")}
+    for record in records:
+        if record.failure is not None:
+            continue
+        counts = caption_counts(record)
+        for name, value in zip(_COUNTS, counts, strict=True):
+            columns[name].append(float(value))
+        columns["hallucinated"].append(float(counts[1] > 0))
+        columns["captions"].append(1.0)
+        ids.append(record.id)
+    return MetricTable(ids=ids, components=columns)
 
 
 class ChairGroundTruth:
@@ -507,22 +574,15 @@ class Chair(Benchmark):
             graph.object_names.append(name)
         return graph
 
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        return chair_declarations()
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        return {"items": chair_table(records)}
+
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         scored = [r for r in records if r.failure is None]
-
-        def field(record: SampleRecord, name: str) -> Any:
-            return (record.model_extra or {}).get(name)
-
-        result = chair_coco_metrics(
-            (
-                len(field(r, "coco_objects") or []),
-                len(field(r, "hallucinated_objects") or []),
-                len(field(r, "recalled_objects") or []),
-                len(field(r, "truth_objects") or []),
-                int(field(r, "word_count") or 0),
-            )
-            for r in scored
-        )
+        result = chair_coco_metrics(caption_counts(r) for r in scored)
         counts = {
             "samples": len(records),
             "scored": len(scored),

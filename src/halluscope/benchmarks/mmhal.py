@@ -41,10 +41,10 @@ from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.jsonio import loads_json
 from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
-from halluscope.metrics.mmhal import TYPES
+from halluscope.metrics.mmhal import TYPES, mmhal_table
 from halluscope.options import check_options, split_csv
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
-from halluscope.stages import Failure
+from halluscope.stages import Failure, MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = [
@@ -369,6 +369,38 @@ class MMHal(Benchmark):
                 )
             )
         return records
+
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        """The figures of the benchmark's paper table and official summary: the average rating, the
+        hallucination rate and the average rating of each question type of the run, in halluscope's reading
+        (unrated answers left out); and the overall two in the official reading (unrated counted as 0), the
+        one published figures were made with. The per-type hallucination rates are reported but not
+        headline (the paper and the official summary give none), so they are not declared."""
+
+        def declare(name: str, table: str, *, rate: bool = False, description: str) -> MetricDeclaration:
+            return MetricDeclaration(
+                name=name, statistic="ratio", components=("low", "rated") if rate else ("rating", "rated"),
+                scale=100.0 if rate else 1.0, higher_is_better=not rate, table=table, unit="image",
+                description=description,
+            )  # fmt: skip
+
+        return (
+            declare("average_score", "items", description="mean 0-6 rating of the rated answers"),
+            declare("hallucination_rate", "items", rate=True, description="rated answers rated below 3"),
+            *(
+                declare(f"score_{kind}", f"type_{kind}", description=f"mean rating of the {kind} questions")
+                for kind in self.types or TYPES
+            ),
+            declare("official_average_score", "official", description="mean rating, an unrated answer as 0"),
+            declare("official_hallucination_rate", "official", rate=True,
+                    description="answers rated below 3 or unrated"),
+        )
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        tables = {"items": mmhal_table(records), "official": mmhal_table(records, official=True)}
+        for kind in self.types or TYPES:
+            tables[f"type_{kind}"] = mmhal_table(records, kind=kind)
+        return tables
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.mmhal import mmhal_metrics

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
+from halluscope.stages import MetricTable
 from halluscope.types import MetricsReport, SampleRecord
 
 #: The question types in the order of the benchmark's items (item i has type TYPES[i % 8]).
@@ -33,6 +34,43 @@ HALLUCINATION_BELOW = 3
 def _rating(record: SampleRecord) -> int | None:
     value = (record.model_extra or {}).get("rating")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def judged_rating(record: SampleRecord) -> int | None:
+    """The record's rating when it counts in halluscope's figures (rated, not failed); None otherwise.
+
+    One rule for :func:`mmhal_metrics` and :func:`mmhal_table`, so the declared figures are the reported ones.
+    """
+    rating = _rating(record)
+    return rating if rating is not None and record.failure is None else None
+
+
+def mmhal_table(records: Sequence[SampleRecord], *, official: bool = False, kind: str | None = None) -> MetricTable:
+    """One row per answer: ``rating``, ``rated`` (1) and ``low`` (1 when rated below 3), clustered by photo.
+
+    Without ``official`` the rows are the judged answers (the unjudged and failed are left out, as in
+    ``average_score``); with it every record is a row and one not judged counts as a 0, as the official script
+    reads it. ``kind`` keeps the answers of that question type only. The photo is the resampling unit: the
+    questions asked of one photo share it (MMHal-Bench's 96 questions each have their own, so there it is the
+    question itself).
+    """
+    ids: list[str] = []
+    clusters: list[str] = []
+    columns: dict[str, list[float]] = {"rating": [], "rated": [], "low": []}
+    for record in records:
+        if kind is not None and record_type(record) != kind:
+            continue
+        rating = judged_rating(record)
+        if rating is None:
+            if not official:
+                continue
+            rating = 0
+        columns["rating"].append(float(rating))
+        columns["rated"].append(1.0)
+        columns["low"].append(float(rating < HALLUCINATION_BELOW))
+        ids.append(record.id)
+        clusters.append(record.image_id or record.id)
+    return MetricTable(ids=ids, components=columns, clusters=clusters)
 
 
 def record_type(record: SampleRecord) -> str:
@@ -55,8 +93,8 @@ def mmhal_metrics(records: Sequence[SampleRecord], *, benchmark: str = "mmhal") 
     reasons: dict[str, int] = {}
     for record in records:
         bucket = by_type.setdefault(record_type(record), {"ratings": [], "unjudged": 0, "failed": 0})
-        rating = _rating(record)
-        if rating is not None and record.failure is None:
+        rating = judged_rating(record)
+        if rating is not None:
             counts["judged"] += 1
             ratings.append(rating)
             official.append(rating)
