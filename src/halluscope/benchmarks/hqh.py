@@ -519,6 +519,7 @@ def hqh_declarations(types: Sequence[str]) -> tuple[MetricDeclaration, ...]:
     The unit is the image: HQH asks up to seven questions of one Visual Genome image (3,153 images for its
     4,000 items), and answers about one picture stand or fall together.
     """
+
     def declare(name: str, components: tuple[str, str], description: str, scale: float = 100.0) -> MetricDeclaration:
         return MetricDeclaration(
             name=name, statistic="ratio", components=components, scale=scale, higher_is_better=False,

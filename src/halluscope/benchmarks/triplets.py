@@ -10,6 +10,9 @@ its endpoint is down) marks the record failed, with ``failed_stage`` saying whic
 counts it, a resumed run retries it, and the runner can fail a run whose stage failed too often. LLM judges
 report a reply they cannot read the same way. A claim the judge could not decide (an image with no facts to
 judge against) is different: it stays ``unjudged`` in a finished record.
+
+The family's declared headline (:func:`triplet_declarations`, :func:`triplet_tables`) lives here too, so
+Tri-HE and the synthetic benchmark bound the same rates over the same unit, the image.
 """
 
 from __future__ import annotations
