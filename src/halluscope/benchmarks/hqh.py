@@ -43,10 +43,11 @@ from halluscope.download import fetch_first
 from halluscope.jsonio import loads_json
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.judges.hqh_rules import empty_answer, parse_numbers
+from halluscope.metrics.hqh import TYPE_COLUMNS, record_type
 from halluscope.options import check_options, split_csv
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
 from halluscope.scene.graph import SceneGraph
-from halluscope.stages import Failure
+from halluscope.stages import Failure, MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = [
@@ -55,6 +56,8 @@ __all__ = [
     "TYPES",
     "HQHDataError",
     "download_hqh",
+    "hqh_declarations",
+    "hqh_table",
     "is_hqh_layout",
     "load_hqh_answers",
     "parse_image_information",
@@ -495,10 +498,80 @@ class HQH(Benchmark):
             )
         return records
 
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        # Coverage and the rate's low / high bounds are left undeclared: they describe the judge's abstentions
+        # (what the rate would be were every unjudged answer right or wrong), not the model's hallucination.
+        return hqh_declarations(self.types or TYPES)
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        return {"items": hqh_table(records)}
+
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.hqh import hqh_metrics
 
         return hqh_metrics(records, benchmark=self.name)
+
+
+def hqh_declarations(types: Sequence[str]) -> tuple[MetricDeclaration, ...]:
+    """HQH's headline over :func:`hqh_table`: the rate of each selected type (Table 10's columns), the overall
+    rate ("Main Hal%"), the official "Overall Hal%" and "Extra #Hal" (a count per answer, so scale 1).
+
+    The unit is the image: HQH asks up to seven questions of one Visual Genome image (3,153 images for its
+    4,000 items), and answers about one picture stand or fall together.
+    """
+
+    def declare(name: str, components: tuple[str, str], description: str, scale: float = 100.0) -> MetricDeclaration:
+        return MetricDeclaration(
+            name=name, statistic="ratio", components=components, scale=scale, higher_is_better=False,
+            unit="image", description=description,
+        )  # fmt: skip
+
+    per_type = [
+        declare(TYPE_COLUMNS[t], (f"{t}_hallucinated", f"{t}_judged"), f"judged {t} answers that are incorrect")
+        for t in types
+    ]
+    overall = "answers incorrect or with an extra claim the image contradicts"
+    extra = "extra claims the image contradicts, per answer"
+    return (
+        *per_type,
+        declare("hallucination_rate", ("hallucinated", "judged"), "judged answers that are incorrect"),
+        declare("overall_hallucination_rate", ("hallucinated_or_extra", "extra_counted"), overall),
+        declare("extra_claims_per_answer", ("extra_claims", "extra_counted"), extra, scale=1.0),
+    )
+
+
+def hqh_table(records: Sequence[SampleRecord]) -> MetricTable:
+    """One row per judged answer, as ``hqh_metrics`` counts them (failed and unjudged answers are in no rate),
+    clustered by image: its verdict, overall and under its type, and its extra claims when they were counted."""
+    ids: list[str] = []
+    clusters: list[str] = []
+    columns: dict[str, list[float]] = {
+        k: [] for k in ("hallucinated", "judged", "hallucinated_or_extra", "extra_counted", "extra_claims")
+    }
+    columns.update({f"{t}_{k}": [] for t in TYPES for k in ("hallucinated", "judged")})
+    for record in records:
+        hallucinated = record.field("hallucinated")
+        if record.failure is not None or not isinstance(hallucinated, bool):
+            continue
+        extra = record.field("extra_claims")
+        counted = isinstance(extra, int) and not isinstance(extra, bool)
+        extra_claims = extra if counted else 0
+        kind = record_type(record)
+        row = {
+            "hallucinated": float(hallucinated),
+            "judged": 1.0,
+            "hallucinated_or_extra": float(counted and (hallucinated or extra_claims > 0)),
+            "extra_counted": float(counted),
+            "extra_claims": float(extra_claims),
+        }
+        row.update({f"{t}_{k}": 0.0 for t in TYPES for k in ("hallucinated", "judged")})
+        if kind in TYPES:
+            row[f"{kind}_hallucinated"], row[f"{kind}_judged"] = float(hallucinated), 1.0
+        for name, value in row.items():
+            columns[name].append(value)
+        ids.append(record.id)
+        clusters.append(record.image_id or record.id)
+    return MetricTable(ids=ids, components=columns, clusters=clusters)
 
 
 def ground_truth_responses(bench: HQH, *, mismatched: bool = False) -> list[Response]:

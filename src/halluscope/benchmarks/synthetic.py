@@ -23,7 +23,7 @@ from statistics import fmean
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.triplets import score_open_answers
+from halluscope.benchmarks.triplets import score_open_answers, triplet_declarations, triplet_tables
 from halluscope.builders.synthetic import (
     SyntheticDataError,
     SyntheticQuestion,
@@ -36,6 +36,7 @@ from halluscope.cache import default_cache_dir
 from halluscope.metrics.triplets import triplet_metrics
 from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
+from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord, VerdictLabel
 
 #: What ``--benchmark synthetic`` builds (once, into the user cache) when no ``--data`` is given.
@@ -122,6 +123,16 @@ class SyntheticBenchmark(Benchmark):
         self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
     ) -> list[SampleRecord]:
         return await score_open_answers(pairs, self.scene, ctx)
+
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        # Every rate of ``triplet_metrics``; a judge that does not type or does not read claims three ways
+        # leaves those rates undefined, and their intervals None, from the records themselves.
+        # The simulator's injected rates and the judge's claim-level precision / recall are left undeclared:
+        # they grade the judge against the simulator's truth, not the model, and exist only for ``sim/`` runs.
+        return triplet_declarations()
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        return triplet_tables(records)
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         report = triplet_metrics(records, benchmark=self.name)

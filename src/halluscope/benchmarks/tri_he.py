@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.images import check_missing_policy, image_spec, locate_image
-from halluscope.benchmarks.triplets import score_open_answers
+from halluscope.benchmarks.triplets import score_open_answers, triplet_declarations, triplet_tables
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.jsonio import loads_json
@@ -27,6 +27,7 @@ from halluscope.metrics.triplets import triplet_metrics
 from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import TripletParseError, parse_triplet_string
+from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
 
 OFFICIAL_URL = "https://raw.githubusercontent.com/wujunjie1998/Tri-HE/main/data/tri-he.json"
@@ -181,6 +182,14 @@ class TriHE(Benchmark):
         self, pairs: Sequence[tuple[Sample, Response | None]], ctx: ScoringContext
     ) -> list[SampleRecord]:
         return await score_open_answers(pairs, self.scene, ctx)
+
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        # Every rate of ``triplet_metrics``; a judge that does not type or does not read claims three ways
+        # leaves those rates undefined, and their intervals None, from the records themselves.
+        return triplet_declarations()
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        return triplet_tables(records)
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         return triplet_metrics(records, benchmark=self.name)

@@ -10,17 +10,23 @@ its endpoint is down) marks the record failed, with ``failed_stage`` saying whic
 counts it, a resumed run retries it, and the runner can fail a run whose stage failed too often. LLM judges
 report a reply they cannot read the same way. A claim the judge could not decide (an image with no facts to
 judge against) is different: it stays ``unjudged`` in a finished record.
+
+The family's declared headline (:func:`triplet_declarations`, :func:`triplet_tables`) lives here too, so
+Tri-HE and the synthetic benchmark bound the same rates over the same unit, the image.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
+from statistics import fmean
 from typing import Any
 
 from halluscope.benchmarks.base import ScoringContext
 from halluscope.cache import content_key
+from halluscope.metrics.triplets import question_rates
 from halluscope.scene.graph import SceneGraph
-from halluscope.stages import Failure, Judge, JudgeItem
+from halluscope.stages import Failure, Judge, JudgeItem, MetricDeclaration, MetricTable
 from halluscope.types import Claim, JudgedClaim, Response, Sample, SampleRecord, Verdict, VerdictLabel
 
 EXTRACT_NAMESPACE = "extract"
@@ -162,3 +168,107 @@ async def score_open_answers(
                 for claim, verdict in zip(item.claims, verdicts, strict=True)
             ]
     return records
+
+
+# -- declared headline metrics (Tri-HE and the synthetic benchmark) -------------------------------------------
+
+#: The per-question rates of :func:`halluscope.metrics.triplets.question_rates`, as table components.
+_KINDS = ("all", "object", "relation", "attribute", "contradicted", "unverifiable")
+#: metric-name stem → (rate kind, which runs define it, what it counts), as ``triplet_metrics`` names them.
+_RATES = {
+    "hallu": ("all", "all", "hallucinated"),
+    "object_hallu": ("object", "typed", "with a hallucinated object"),
+    "relation_hallu": ("relation", "typed", "with a hallucinated relation"),
+    "attribute_hallu": ("attribute", "typed", "with a hallucinated attribute"),
+    "contradicted_hallu": ("contradicted", "three_way", "the ground truth contradicts"),
+    "unverifiable_share": ("unverifiable", "three_way", "the scene graph cannot check"),
+}
+
+
+def triplet_declarations() -> tuple[MetricDeclaration, ...]:
+    """Every rate ``triplet_metrics`` reports, over the tables of :func:`triplet_tables`.
+
+    Why two tables per rate: ``*_q`` is a mean over questions (a ratio of sums over one row per question),
+    but a question's claims and its image's other questions share one picture, so its unit is the image;
+    ``*_i`` weighs each image once (a mean of per-image means), so its rows are the images themselves.
+    """
+
+    def declare(name: str, components: tuple[str, str], table: str, description: str) -> MetricDeclaration:
+        return MetricDeclaration(
+            name=name, statistic="ratio", components=components, higher_is_better=False, table=table,
+            unit="image", description=description,
+        )  # fmt: skip
+
+    declarations = []
+    for stem, (kind, defined, what) in _RATES.items():
+        for suffix, table, per in (("q", "questions", "question"), ("i", "images", "image")):
+            description = f"share of judged claims {what}, averaged per {per}"
+            declarations.append(declare(f"{stem}_{suffix}", (kind, f"{defined}_{table}"), table, description))
+    for suffix, table, per in (("q", "questions_with_empty", "question"), ("i", "images_with_empty", "image")):
+        description = f"share of judged claims hallucinated, averaged per {per}, a claimless answer as 0"
+        declarations.append(declare(f"hallu_{suffix}_with_empty", ("all", f"all_{table}"), table, description))
+    return tuple(declarations)
+
+
+def _run_kinds(records: Sequence[SampleRecord]) -> tuple[bool, bool]:
+    """Whether the run's typed rates and its three-way rates are defined, by ``triplet_metrics``' rules: typed
+    when no hallucinated claim of a scored record lacks a type; three-way when every scored question has a
+    ``support`` reading."""
+    typed = not any(
+        c.verdict == VerdictLabel.HALLUCINATED and c.error is None
+        for r in records
+        if r.failure is None
+        for c in r.claims
+    )
+    rates = [question_rates(r) for r in records if r.failure is None and r.claims]
+    scored = [q for q in rates if q is not None]
+    return typed, bool(scored) and all("contradicted" in q for q in scored)
+
+
+def _table(
+    rows: dict[str, tuple[str, dict[str, float]]], flags: dict[str, bool], table: str, clustered: bool
+) -> MetricTable:
+    """Rows (id → (image, rates)) as a table: each rate kind (0 where absent) and, per denominator kind, 1 on
+    every row when the run defines that family of rates, else 0 (so the rate is undefined, as reported)."""
+    components: dict[str, list[float]] = {kind: [rates.get(kind, 0.0) for _, rates in rows.values()] for kind in _KINDS}
+    for flag, on in flags.items():
+        components[f"{flag}_{table}"] = [float(on)] * len(rows)
+    clusters = [image for image, _ in rows.values()] if clustered else None
+    return MetricTable(ids=list(rows), components=components, clusters=clusters)
+
+
+def _image_means(rows: dict[str, tuple[str, dict[str, float]]]) -> dict[str, tuple[str, dict[str, float]]]:
+    """Per image, the mean of each rate kind over its questions (only over those that have the kind)."""
+    by_image: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for image, rates in rows.values():
+        for kind, value in rates.items():
+            by_image[image][kind].append(value)
+    return {image: (image, {k: fmean(v) for k, v in kinds.items()}) for image, kinds in by_image.items()}
+
+
+def triplet_tables(records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+    """The tables :func:`triplet_declarations` read, from the records ``triplet_metrics`` counts: failed
+    records left out; a question with no judged claim left out (with a claimless answer kept, as 0, in the
+    ``*_with_empty`` tables only); one row per question, or per image holding the mean of its questions."""
+    typed, three_way = _run_kinds(records)
+    questions: dict[str, tuple[str, dict[str, float]]] = {}
+    with_empty: dict[str, tuple[str, dict[str, float]]] = {}
+    for record in records:
+        if record.failure is not None:
+            continue
+        image = record.image_id or record.id
+        if not record.claims:
+            with_empty[record.id] = (image, {"all": 0.0})
+            continue
+        rates = question_rates(record)
+        if rates is None:
+            continue
+        questions[record.id] = (image, rates)
+        with_empty[record.id] = (image, {"all": rates["all"]})
+    flags = {"all": True, "typed": typed, "three_way": three_way}
+    return {
+        "questions": _table(questions, flags, "questions", clustered=True),
+        "images": _table(_image_means(questions), flags, "images", clustered=False),
+        "questions_with_empty": _table(with_empty, {"all": True}, "questions_with_empty", clustered=True),
+        "images_with_empty": _table(_image_means(with_empty), {"all": True}, "images_with_empty", clustered=False),
+    }
