@@ -153,15 +153,14 @@ def prove_tables(records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
     for record in records:
         if record.failure is not None:
             continue
-        h, t = record.metadata.get("hscore"), record.metadata.get("tscore")
-        both = h is not None and t is not None
+        h, t = (None if v is None else float(v) for v in (record.metadata.get("hscore"), record.metadata.get("tscore")))
         row = {
-            "hscore": 0.0 if h is None else float(h),
+            "hscore": h or 0.0,
             "hscored": h is not None,
-            "tscore": 0.0 if t is None else float(t),
+            "tscore": t or 0.0,
             "tscored": t is not None,
-            "average": (float(h) + float(t)) / 2 if both else 0.0,
-            "both_scored": both,
+            "average": (h + t) / 2 if h is not None and t is not None else 0.0,
+            "both_scored": h is not None and t is not None,
         }
         for name, value in row.items():
             columns[name].append(float(value))
