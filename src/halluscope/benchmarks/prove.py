@@ -56,7 +56,7 @@ from halluscope.claims.dsg import TUPLE_EXTRACTORS, TupleExtractor
 from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.judges.prove import ProveItem, ProveResult, ProveScorer
 from halluscope.judges.visual_entailment import VisualEntailment, make_visual_entailment
-from halluscope.metrics.prove import prove_metrics, question_type
+from halluscope.metrics.prove import prove_declarations, prove_metrics, prove_tables, question_type
 from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.tuples import (
@@ -67,7 +67,7 @@ from halluscope.scene.tuples import (
     subtract_tuples,
     tuples_to_graph,
 )
-from halluscope.stages import Failure
+from halluscope.stages import Failure, MetricDeclaration, MetricTable
 from halluscope.types import Claim, Response, Sample, SampleRecord
 
 HUB_REPO = "Salesforce/PROVE"
@@ -579,6 +579,14 @@ class Prove(Benchmark):
                 **({"response_metadata": response.metadata} if response.metadata else {}),
             },
         )
+
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        """hscore, tscore and average, means over questions resampled by image; alike whatever extracts the
+        tuples or judges entailment (those change each answer's scores, not how they are averaged)."""
+        return prove_declarations()
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        return prove_tables(records)
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         return prove_metrics(records, benchmark=self.name)

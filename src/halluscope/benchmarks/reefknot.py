@@ -63,7 +63,7 @@ from halluscope.responses import (
     load_reefknot_responses,
     read_any_responses,
 )
-from halluscope.stages import Failure
+from halluscope.stages import Failure, MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = [
@@ -599,6 +599,20 @@ class Reefknot(Benchmark):
                 )
             )
         return records
+
+    def metric_declarations(self) -> Sequence[MetricDeclaration]:
+        """Each selected task's Halr, and yes/no's rates and pair accuracy, over images; both modes alike
+        (``correct`` follows the mode). The R score, a mean of per-task rates, is not declared: see
+        :mod:`halluscope.metrics.reefknot`."""
+        from halluscope.metrics.reefknot import reefknot_declarations
+
+        return reefknot_declarations(self.files)
+
+    def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+        from halluscope.metrics.reefknot import reefknot_tables
+
+        with gc_paused():
+            return reefknot_tables(records)
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.reefknot import reefknot_metrics

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import MetricsReport, SampleRecord
 
 #: How many leading words of a question name its type ("what color", "where is", "how many").
@@ -121,10 +122,60 @@ def prove_metrics(
     )
 
 
+#: What PROVE's questions share: an image (DOCCI photo) and its scene graph, asked several questions.
+PROVE_UNIT = "image"
+
+#: Each declared score: (name in metrics.json, the table's value column, its "counted" column, description).
+_DECLARED = (
+    ("hscore", "hscore", "hscored", "helpfulness: the reference answer's tuples the response recovers"),
+    ("tscore", "tscore", "tscored", "truthfulness: the response's tuples the image supports"),
+    ("average", "average", "both_scored", "(hscore + tscore) / 2, over answers that have both"),
+)
+
+
+def prove_declarations() -> tuple[MetricDeclaration, ...]:
+    """hscore, tscore and their average: each a mean over questions ×100, i.e. Σ score / Σ counted over the
+    rows of :func:`prove_tables`, resampled by image (one image's questions share its scene graph)."""
+    return tuple(
+        MetricDeclaration(
+            name=name, statistic="ratio", components=(value, counted), unit=PROVE_UNIT, description=description
+        )
+        for name, value, counted, description in _DECLARED
+    )
+
+
+def prove_tables(records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+    """One row per answer :func:`prove_metrics` counts (no failure): each score (0 where undefined) and
+    whether it is defined, so every mean is over the answers it is over in ``metrics.json``."""
+    columns: dict[str, list[float]] = {name: [] for _, value, counted, _ in _DECLARED for name in (value, counted)}
+    ids: list[str] = []
+    clusters: list[str] = []
+    for record in records:
+        if record.failure is not None:
+            continue
+        h, t = (None if v is None else float(v) for v in (record.metadata.get("hscore"), record.metadata.get("tscore")))
+        row = {
+            "hscore": h or 0.0,
+            "hscored": h is not None,
+            "tscore": t or 0.0,
+            "tscored": t is not None,
+            "average": (h + t) / 2 if h is not None and t is not None else 0.0,
+            "both_scored": h is not None and t is not None,
+        }
+        for name, value in row.items():
+            columns[name].append(float(value))
+        ids.append(record.id)
+        clusters.append(f"image:{record.image_id}" if record.image_id else f"item:{record.id}")
+    return {"items": MetricTable(ids=ids, components=columns, clusters=clusters)}
+
+
 __all__ = [
+    "PROVE_UNIT",
     "QUESTION_TYPE_WORDS",
     "hscore",
+    "prove_declarations",
     "prove_metrics",
+    "prove_tables",
     "question_type",
     "tscore",
 ]

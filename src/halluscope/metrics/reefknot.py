@@ -21,13 +21,22 @@ here (``task``, ``relation_type``, ``label``, ``prediction``, ``correct``, ``pap
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, confidence_report
+from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import MetricsReport, SampleRecord
 
-__all__ = ["RELATION_TYPES", "TASKS", "halr", "r_score", "reefknot_metrics"]
+__all__ = [
+    "RELATION_TYPES",
+    "TASKS",
+    "halr",
+    "r_score",
+    "reefknot_declarations",
+    "reefknot_metrics",
+    "reefknot_tables",
+]
 
 TASKS = ("yesno", "mcq", "vqa")
 RELATION_TYPES = ("perception", "cognitive")
@@ -236,3 +245,117 @@ def reefknot_metrics(
             metrics[f"entropy_detector_auroc_{task}"] = values["detector"]["auroc"]
 
     return MetricsReport(benchmark=benchmark, metrics=metrics, groups=groups, counts=counts, details=details)
+
+
+# -- declared headline metrics (intervals, paired tests) -------------------------------------------------------
+#
+# Declared: halr_<task> per task, and yes/no's yes_ratio, precision, recall, F1 and pair accuracy, each over
+# Visual Genome images (the unit items share: a yes/no twin pair is one triplet asked twice about one image,
+# and an image carries several triplets in every task). Not declared:
+# - r_score, paper_r_score, robust_r_score: an unweighted mean of the per-task accuracies, not a ratio or F1 of
+#   sums over rows. A table with one row per task would give the right number but a bootstrap over three
+#   tasks, and weighting items by 1/(their task's size) fixes those sizes at this run's, so neither interval
+#   would be honest; the per-task hallucination rates it averages are declared.
+# - mcq_most_chosen_share: a maximum over letters, the letter itself chosen by the data.
+# - entropy_detector_*: a secondary analysis, only with answer probabilities; its best threshold and AUROC are
+#   not ratios of sums.
+
+#: The unit Reefknot's items share: questions (and both twins of a yes/no pair) about one image.
+REEFKNOT_UNIT = "image"
+
+
+def reefknot_declarations(tasks: Iterable[str]) -> tuple[MetricDeclaration, ...]:
+    """The declared headline metrics of a run over ``tasks``: each task's Halr (table ``<task>``), and with
+    yes/no its yes-ratio, precision, recall, F1 (table ``yesno``) and pair accuracy (table ``yesno_pairs``)."""
+
+    def declare(name: str, statistic: str, components: tuple[str, ...], table: str, description: str,
+                higher: bool = True) -> MetricDeclaration:
+        return MetricDeclaration(
+            name=name, statistic=statistic, components=components, higher_is_better=higher, table=table,
+            unit=REEFKNOT_UNIT, description=description,
+        )  # fmt: skip
+
+    chosen = set(tasks)
+    out = [
+        declare(f"halr_{task}", "ratio", ("wrong", "answered"), task, f"{task} answers that are wrong", False)
+        for task in TASKS
+        if task in chosen
+    ]
+    if "yesno" in chosen:
+        out += [
+            # Neither direction is better: 50 is a model without a bias towards yes or no.
+            declare("yes_ratio", "ratio", ("said_yes", "answered"), "yesno", "yes/no answers that are yes", False),
+            declare("yesno_precision", "ratio", ("tp", "said_yes"), "yesno", "yes answers that are right"),
+            declare("yesno_recall", "ratio", ("tp", "truly_yes"), "yesno", "true relations answered yes"),
+            declare("yesno_f1", "f1", ("tp", "fp", "fn"), "yesno", "F1 of the yes class"),
+            declare("yesno_pair_accuracy", "ratio", ("both_right", "both_answered"), "yesno_pairs",
+                    "twin pairs with both questions answered right"),
+        ]  # fmt: skip
+    return tuple(out)
+
+
+def _cluster(record: SampleRecord) -> str:
+    """The image a record asks about; a record without one is its own unit."""
+    return f"image:{record.image_id}" if record.image_id else f"item:{record.id}"
+
+
+#: The components of each table :func:`reefknot_tables` gives.
+_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "yesno": ("wrong", "answered", "said_yes", "truly_yes", "tp", "fp", "fn"),
+    "mcq": ("wrong", "answered"),
+    "vqa": ("wrong", "answered"),
+    "yesno_pairs": ("both_right", "both_answered"),
+}
+
+
+def _empty_table(columns: Iterable[str]) -> MetricTable:
+    return MetricTable(ids=[], components={name: [] for name in columns}, clusters=[])
+
+
+def _add(table: MetricTable, row_id: str, cluster: str, values: Mapping[str, bool]) -> None:
+    table.ids.append(row_id)
+    assert table.clusters is not None
+    table.clusters.append(cluster)
+    for name, value in values.items():
+        table.components[name].append(float(value))
+
+
+def reefknot_tables(records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+    """The tables :func:`reefknot_declarations` read, from the rows :func:`reefknot_metrics` counts: one per
+    task present (a row per scored item; unanswered items, ``correct`` None, count in no rate) and
+    ``yesno_pairs`` (a row per twin pair, both twins scored). Clustered by image, so n counts items and units
+    images."""
+    # Every table is there, maybe empty (a metric over no rows is undefined, as in metrics.json), whichever
+    # tasks this run's records happen to hold (``--limit 30`` asks yes/no questions only).
+    tables = {name: _empty_table(columns) for name, columns in _TABLE_COLUMNS.items()}
+    pairs: dict[Any, list[tuple[SampleRecord, Any]]] = {}
+    for record in records:
+        row = _row(record)
+        task = str(row.get("task"))
+        if row["_failure"] is not None or task not in TASKS:
+            continue
+        correct = row.get("correct")
+        answered = correct is not None
+        values = {"wrong": answered and not correct, "answered": answered}
+        if task == "yesno":
+            said_yes = answered and row.get("prediction") == "yes"
+            truly_yes = str(row.get("label")).lower() == "yes"
+            values.update(
+                said_yes=said_yes,
+                truly_yes=answered and truly_yes,
+                tp=said_yes and truly_yes,
+                fp=said_yes and not truly_yes,
+                fn=answered and not said_yes and truly_yes,
+            )
+            if row.get("pair") is not None:
+                pairs.setdefault(row["pair"], []).append((record, correct))
+        _add(tables[task], record.id, _cluster(record), values)
+    for pair, twins in pairs.items():
+        if len(twins) != 2:  # as the pair accuracy: a pair with a twin missing or failed is left out
+            continue
+        flags = [correct for _, correct in twins]
+        both_answered = None not in flags
+        # Twins are paired only when they ask about the same image (benchmarks/reefknot.py).
+        _add(tables["yesno_pairs"], f"pair-{pair}", _cluster(twins[0][0]),
+             {"both_right": both_answered and all(flags), "both_answered": both_answered})  # fmt: skip
+    return tables
