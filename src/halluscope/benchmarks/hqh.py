@@ -523,7 +523,7 @@ def hqh_declarations(types: Sequence[str]) -> tuple[MetricDeclaration, ...]:
     def declare(name: str, components: tuple[str, str], description: str, scale: float = 100.0) -> MetricDeclaration:
         return MetricDeclaration(
             name=name, statistic="ratio", components=components, scale=scale, higher_is_better=False,
-            unit="image", description=description,
+            unit="image", description=description, judged="verdict" if scale == 100.0 else None,
         )  # fmt: skip
 
     per_type = [

@@ -381,7 +381,7 @@ class MMHal(Benchmark):
             return MetricDeclaration(
                 name=name, statistic="ratio", components=("low", "rated") if rate else ("rating", "rated"),
                 scale=100.0 if rate else 1.0, higher_is_better=not rate, table=table, unit="image",
-                description=description,
+                description=description, judged="rating" if rate else None,
             )  # fmt: skip
 
         return (

@@ -185,6 +185,12 @@ _RATES = {
 }
 
 
+#: The rates whose numerator is the judge's call on each claim, and which reading of "hallucinated" they count
+#: (the judge's measured error corrects these; ``judges.agreement``): Tri-HE's paper rate counts every claim
+#: not supported, the three-way headline only those the ground truth contradicts.
+_JUDGED = {"hallu": "paper", "contradicted_hallu": "default"}
+
+
 def triplet_declarations() -> tuple[MetricDeclaration, ...]:
     """Every rate ``triplet_metrics`` reports, over the tables of :func:`triplet_tables`.
 
@@ -196,7 +202,7 @@ def triplet_declarations() -> tuple[MetricDeclaration, ...]:
     def declare(name: str, components: tuple[str, str], table: str, description: str) -> MetricDeclaration:
         return MetricDeclaration(
             name=name, statistic="ratio", components=components, higher_is_better=False, table=table,
-            unit="image", description=description,
+            unit="image", description=description, judged=_JUDGED.get(name.rsplit("_", 1)[0]),
         )  # fmt: skip
 
     declarations = []
