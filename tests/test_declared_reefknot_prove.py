@@ -7,6 +7,7 @@ import asyncio
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def _exact_match(premise: str, hypothesis: str) -> bool:
     return premise.lower().strip(" .") == hypothesis.lower().strip(" .")
 
 
-def _probabilities(i: int, task: str) -> dict[str, float]:
+def _probabilities(i: int, task: str) -> dict[str, Any]:
     """Answer-option probabilities for the confidence analysis, on two answers in three (none on the rest)."""
     if i % 3 == 2:
         return {}
