@@ -7,6 +7,7 @@ import asyncio
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,8 @@ PROVE_FILE = REPO_ROOT / "tests" / "data" / "prove" / "prove.json"
 #: What Reefknot declares for a run over all three tasks (the R score, a mean of per-task rates, is not).
 REEFKNOT_HEADLINES = {
     "halr_yesno", "halr_mcq", "halr_vqa", "yes_ratio", "yesno_precision", "yesno_recall", "yesno_f1",
-    "yesno_pair_accuracy",
+    "yesno_pair_accuracy", "entropy_detector_precision_yesno", "entropy_detector_recall_yesno",
+    "entropy_detector_precision_mcq", "entropy_detector_recall_mcq",
 }  # fmt: skip
 
 
@@ -34,11 +36,24 @@ def _exact_match(premise: str, hypothesis: str) -> bool:
     return premise.lower().strip(" .") == hypothesis.lower().strip(" .")
 
 
+def _probabilities(i: int, task: str) -> dict[str, Any]:
+    """Answer-option probabilities for the confidence analysis, on two answers in three (none on the rest)."""
+    if i % 3 == 2:
+        return {}
+    top = round(0.25 + ((i * 37) % 75) / 100, 2)
+    if task == "yesno":
+        return {"yes_prob": top, "no_prob": round(1 - top, 2)}
+    rest = round((1 - top) / 3, 4)
+    return {"option_probs": {"A": top, "B": rest, "C": rest, "D": rest}} if task == "mcq" else {}
+
+
 def _score(bench: Reefknot, answer: dict[str, str | None]) -> list[SampleRecord]:
     pairs = [
-        (s, None if answer[s.id] is None else Response(id=s.id, response=str(answer[s.id])))
-        for s in bench.samples()
-    ]
+        (s, None if answer[s.id] is None else Response(
+            id=s.id, response=str(answer[s.id]), metadata=_probabilities(i, str(s.metadata["task"]))
+        ))
+        for i, s in enumerate(bench.samples())
+    ]  # fmt: skip
     return asyncio.run(bench.score_many(pairs, ScoringContext(cache=Cache(None))))
 
 
@@ -67,7 +82,7 @@ def test_reefknot_declared_estimates_are_its_own_figures(reefknot_dir: Path, mod
     report = bench.metrics(records)
     declarations = bench.metric_declarations()
     assert {d.name for d in declarations} == REEFKNOT_HEADLINES
-    assert report.counts["missing_response"] > 0
+    assert report.counts["missing_response"] > 0 and 0 < report.counts["with_answer_probs"] < report.counts["scored"]
     # The official rules read every answer (an empty one is wrong); halluscope's leave refusals unanswered.
     assert (report.counts["unanswered"] > 0) == (mode == "robust")
     tables = bench.metric_tables(records)

@@ -601,9 +601,9 @@ class Reefknot(Benchmark):
         return records
 
     def metric_declarations(self) -> Sequence[MetricDeclaration]:
-        """Each selected task's Halr, and yes/no's rates and pair accuracy, over images; both modes alike
-        (``correct`` follows the mode). The R score, a mean of per-task rates, is not declared: see
-        :mod:`halluscope.metrics.reefknot`."""
+        """Each selected task's Halr, yes/no's rates and pair accuracy, and the entropy detector's precision and
+        recall, over images; both modes alike (``correct`` follows the mode). The R score, a mean of per-task
+        rates, is not declared: see :mod:`halluscope.metrics.reefknot`."""
         from halluscope.metrics.reefknot import reefknot_declarations
 
         return reefknot_declarations(self.files)
@@ -612,7 +612,7 @@ class Reefknot(Benchmark):
         from halluscope.metrics.reefknot import reefknot_tables
 
         with gc_paused():
-            return reefknot_tables(records)
+            return reefknot_tables(records, entropy_threshold=self.entropy_threshold)
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.reefknot import reefknot_metrics

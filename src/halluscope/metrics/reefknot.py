@@ -20,11 +20,12 @@ here (``task``, ``relation_type``, ``label``, ``prediction``, ``correct``, ``pap
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, confidence_report
+from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, confidence_report, entropy_bits
 from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import MetricsReport, SampleRecord
 
@@ -249,16 +250,20 @@ def reefknot_metrics(
 
 # -- declared headline metrics (intervals, paired tests) -------------------------------------------------------
 #
-# Declared: halr_<task> per task, and yes/no's yes_ratio, precision, recall, F1 and pair accuracy, each over
-# Visual Genome images (the unit items share: a yes/no twin pair is one triplet asked twice about one image,
-# and an image carries several triplets in every task). Not declared:
+# Declared: halr_<task> per task, yes/no's yes_ratio, precision, recall, F1 and pair accuracy, and the entropy
+# detector's precision and recall at the threshold (yes/no and multiple choice, the tasks with answer
+# probabilities), each over Visual Genome images (the unit items share: a yes/no twin pair is one triplet asked
+# twice about one image, and an image carries several triplets in every task). Not declared:
 # - r_score, paper_r_score, robust_r_score: an unweighted mean of the per-task accuracies, not a ratio or F1 of
 #   sums over rows. A table with one row per task would give the right number but a bootstrap over three
 #   tasks, and weighting items by 1/(their task's size) fixes those sizes at this run's, so neither interval
 #   would be honest; the per-task hallucination rates it averages are declared.
 # - mcq_most_chosen_share: a maximum over letters, the letter itself chosen by the data.
-# - entropy_detector_*: a secondary analysis, only with answer probabilities; its best threshold and AUROC are
-#   not ratios of sums.
+# - entropy_detector_best_threshold_* and entropy_detector_auroc_*: a threshold chosen by the data and a rank
+#   statistic, not ratios of sums.
+
+#: The tasks whose answers may carry answer-option probabilities (the confidence analysis).
+CONFIDENCE_TASKS = ("yesno", "mcq")
 
 #: The unit Reefknot's items share: questions (and both twins of a yes/no pair) about one image.
 REEFKNOT_UNIT = "image"
@@ -291,6 +296,16 @@ def reefknot_declarations(tasks: Iterable[str]) -> tuple[MetricDeclaration, ...]
             declare("yesno_pair_accuracy", "ratio", ("both_right", "both_answered"), "yesno_pairs",
                     "twin pairs with both questions answered right"),
         ]  # fmt: skip
+    for task in CONFIDENCE_TASKS:
+        if task in chosen:
+            # Defined only on runs whose answers carry probabilities: elsewhere the table is empty, the metric
+            # absent from metrics.json and its interval None.
+            out += [
+                declare(f"entropy_detector_precision_{task}", "ratio", ("flagged_wrong", "flagged"),
+                        f"confidence_{task}", "answers the entropy detector flags that are wrong"),
+                declare(f"entropy_detector_recall_{task}", "ratio", ("flagged_wrong", "wrong"),
+                        f"confidence_{task}", "wrong answers the entropy detector flags"),
+            ]  # fmt: skip
     return tuple(out)
 
 
@@ -305,6 +320,7 @@ _TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "mcq": ("wrong", "answered"),
     "vqa": ("wrong", "answered"),
     "yesno_pairs": ("both_right", "both_answered"),
+    **{f"confidence_{task}": ("flagged_wrong", "flagged", "wrong") for task in CONFIDENCE_TASKS},
 }
 
 
@@ -320,11 +336,25 @@ def _add(table: MetricTable, row_id: str, cluster: str, values: Mapping[str, boo
         table.components[name].append(float(value))
 
 
-def reefknot_tables(records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
+def _detector_row(row: Row, entropy_threshold: float) -> dict[str, bool] | None:
+    """An answered item with answer probabilities, as the confidence analysis scores its detector ("entropy at
+    or above the threshold, scaled to the task's number of options ⇒ hallucination"); None for other items."""
+    probs, correct = row.get("answer_probs"), row.get("correct")
+    if not (isinstance(probs, Mapping) and probs) or correct is None:
+        return None
+    entropy = entropy_bits([float(v) for v in probs.values()])
+    flagged = entropy >= entropy_threshold * math.log2(2 if row.get("task") == "yesno" else 4)
+    wrong = not correct
+    return {"flagged_wrong": flagged and wrong, "flagged": flagged, "wrong": wrong}
+
+
+def reefknot_tables(
+    records: Sequence[SampleRecord], *, entropy_threshold: float = PAPER_ENTROPY_THRESHOLD
+) -> dict[str, MetricTable]:
     """The tables :func:`reefknot_declarations` read, from the rows :func:`reefknot_metrics` counts: one per
-    task present (a row per scored item; unanswered items, ``correct`` None, count in no rate) and
-    ``yesno_pairs`` (a row per twin pair, both twins scored). Clustered by image, so n counts items and units
-    images."""
+    task (a row per scored item; unanswered items, ``correct`` None, count in no rate), ``yesno_pairs`` (a row
+    per twin pair, both twins scored) and ``confidence_<task>`` (a row per answered item with answer
+    probabilities). Clustered by image, so n counts items and units images."""
     # Every table is there, maybe empty (a metric over no rows is undefined, as in metrics.json), whichever
     # tasks this run's records happen to hold (``--limit 30`` asks yes/no questions only).
     tables = {name: _empty_table(columns) for name, columns in _TABLE_COLUMNS.items()}
@@ -350,6 +380,9 @@ def reefknot_tables(records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
             if row.get("pair") is not None:
                 pairs.setdefault(row["pair"], []).append((record, correct))
         _add(tables[task], record.id, _cluster(record), values)
+        detector = _detector_row(row, entropy_threshold) if task in CONFIDENCE_TASKS else None
+        if detector is not None:
+            _add(tables[f"confidence_{task}"], record.id, _cluster(record), detector)
     for pair, twins in pairs.items():
         if len(twins) != 2:  # as the pair accuracy: a pair with a twin missing or failed is left out
             continue
