@@ -213,11 +213,14 @@ def judge_error_lines(section: dict[str, Any]) -> list[str]:
     measured = section.get("measured")
     if not measured:
         return [f"judge {judge}: {section.get('note', 'judge error not measured')}"]
-    lines = [
-        f"judge {judge}, measured on {measured['on']}: sensitivity {measured['sensitivity']:.2f} "
-        f"({measured['flagged']} of {measured['hallucinated']} hallucinated {measured['unit']}s flagged), "
-        f"specificity {measured['specificity']:.2f} ({measured['passed']} of {measured['faithful']} faithful passed)"
-    ]
+    first = next(iter(measured.values()))
+    lines = [f"judge {judge}, measured on {first['on']}:"]
+    for reading, m in measured.items():
+        lines.append(
+            f"  reading '{reading}': sensitivity {m['sensitivity']:.2f} ({m['flagged']} of {m['hallucinated']} "
+            f"hallucinated {m['unit']}s flagged), specificity {m['specificity']:.2f} ({m['passed']} of "
+            f"{m['faithful']} faithful passed)"
+        )
     for name, corrected in (section.get("corrected") or {}).items():
         if corrected is None:
             lines.append(f"  {name}: no corrected estimate (the judge is no better than chance on its measurement)")

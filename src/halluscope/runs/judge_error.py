@@ -33,29 +33,34 @@ def judge_error_section(
 ) -> dict[str, Any]:
     """``metrics.json``'s ``judge_error``: empty when no headline is judged or no judge is in the slot."""
     from halluscope.judges.agreement import measured_agreement
-    from halluscope.metrics.declared import corrected_for_judge
+    from halluscope.metrics.declared import corrected_for_judge, declared_value
 
     judged = [d for d in declarations if d.judged]
     if not judged or judge is None:
         return {}
     identity = dict(judge.identity())
-    section: dict[str, Any] = {"judge": _judge_name(identity), "measured": None, "corrected": {}}
+    measured_by_reading: dict[str, Any] = {}
+    corrected_by_metric: dict[str, Any] = {}
     for declaration in judged:
         assert declaration.judged is not None
-        measured = measured_agreement(identity, declaration.judged)
+        if declared_value(declaration, tables) is None:
+            continue  # a rate this run does not define (a two-way judge's three-way rate): nothing to correct
+        reading = declaration.judged
+        measured = measured_agreement(identity, reading)
         if measured is None:
             continue
         counts = measured.counts
-        section["measured"] = {
-            "on": measured.measured_on, "unit": measured.unit, "reading": declaration.judged,
+        measured_by_reading[reading] = {
+            "on": measured.measured_on, "unit": measured.unit,
             "sensitivity": counts.sensitivity, "flagged": counts.found, "hallucinated": counts.positives,
             "specificity": counts.specificity, "passed": counts.passed, "faithful": counts.negatives,
         }  # fmt: skip
         corrected = corrected_for_judge(declaration, tables, counts, level=level)
-        section["corrected"][declaration.name] = (
-            None if corrected is None else {"estimate": corrected[0], **corrected[1].to_json(digits=6)}
+        corrected_by_metric[declaration.name] = (
+            None
+            if corrected is None
+            else {"reading": reading, "estimate": corrected[0], **corrected[1].to_json(digits=6)}
         )
-    if section["measured"] is None:
-        section["note"] = NOT_MEASURED
-        del section["corrected"]
-    return section
+    if not measured_by_reading:
+        return {"judge": _judge_name(identity), "measured": None, "note": NOT_MEASURED}
+    return {"judge": _judge_name(identity), "measured": measured_by_reading, "corrected": corrected_by_metric}
