@@ -192,6 +192,9 @@ class MetricTable:
     #: Each row's group in ``metrics.json``'s ``groups`` (POPE's ``coco/adversarial``), where the benchmark
     #: reports its headlines per group too: each group then gets its own intervals.
     groups: list[str] | None = None
+    #: What a unit of this table is when it differs from the declarations' ``unit``: POPE answers read from a
+    #: file that names no image cannot be grouped by image, and each question is then its own unit.
+    unit: str | None = None
 
 
 class Benchmark(ABC):

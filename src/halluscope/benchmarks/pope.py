@@ -415,11 +415,17 @@ class Pope(Benchmark):
             return f"{record.field('source')}/{record.field('setting')}"
 
         if self.mode != "vlmevalkit":
-            return {"items": yes_no_table(records, cluster=image, group=group)}
-        # VLMEvalKit's reading: an answer it reads as neither word ("Unknown") is answered and wrong; an answer
-        # it has no reading for at all is left out, as its scorer leaves it out.
-        read = [r for r in records if r.field("vlmevalkit_reading") is not None]
-        return {"items": yes_no_table(read, cluster=image, group=group, reading=_vlmevalkit_prediction)}
+            table = yes_no_table(records, cluster=image, group=group)
+        else:
+            # VLMEvalKit's reading: an answer it reads as neither word ("Unknown") is answered and wrong; an
+            # answer it has no reading for at all is left out, as its scorer leaves it out.
+            read = [r for r in records if r.field("vlmevalkit_reading") is not None]
+            table = yes_no_table(read, cluster=image, group=group, reading=_vlmevalkit_prediction)
+        if not any(r.image_id for r in records):
+            # Answers from a file that names no image (a VLMEvalKit sheet scored on its own labels): nothing
+            # says which questions share an image, so each is its own unit, and the interval says so.
+            table.clusters, table.unit = None, "question"
+        return {"items": table}
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.yesno import yes_no_report

@@ -117,7 +117,7 @@ def declared_sums(
     """The declaration's components summed per resampling unit; only rows whose id is in ``ids`` when given
     (the items two runs share). None when no row is left."""
     table = _table(declaration, tables)
-    return _rows_sums(table, declaration.components, declaration.unit, _selected_rows(table, ids))
+    return _rows_sums(table, declaration.components, table.unit or declaration.unit, _selected_rows(table, ids))
 
 
 def declared_value(declaration: MetricDeclaration, tables: Mapping[str, MetricTable]) -> float | None:
@@ -136,7 +136,7 @@ def _is_share_of_independent_items(declaration: MetricDeclaration, sums: Cluster
 
 def _wilson(declaration: MetricDeclaration, sums: ClusteredSums, level: float) -> Interval | None:
     hits, items = (round(float(sums.sums[:, sums.names.index(name)].sum())) for name in declaration.components)
-    interval = proportion_interval(hits, items, level=level, unit=declaration.unit)
+    interval = proportion_interval(hits, items, level=level, unit=sums.unit)
     return None if interval is None else interval.scaled(declaration.scale)
 
 
@@ -151,7 +151,7 @@ def _intervals_over_rows(
     """Value and interval of each declaration (all of one table and unit) over ``rows``, the bootstrap ones
     sharing one draw of units."""
     names = list(dict.fromkeys(c for d in declarations for c in d.components))
-    sums = _rows_sums(table, names, declarations[0].unit, rows)
+    sums = _rows_sums(table, names, table.unit or declarations[0].unit, rows)
     if sums is None:
         return {}
     out: dict[str, tuple[float | None, Interval | None]] = {}
@@ -240,7 +240,7 @@ def corrected_for_judge(
         return None
     replicates = bootstrap_replicates(sums, share, resamples=resamples, seed=seed)
     result = corrected_interval(
-        observed, replicates, agreement, level=level, seed=seed, unit=declaration.unit, n=sums.n, units=sums.units
+        observed, replicates, agreement, level=level, seed=seed, unit=sums.unit, n=sums.n, units=sums.units
     )
     if result is None:
         return None
