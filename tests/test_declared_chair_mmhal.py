@@ -58,7 +58,7 @@ def test_chair_declared_figures_are_the_reported_ones_and_count_captions(tmp_pat
     values = _declared_equal_reported(bench, records)
     assert set(values) == {"CHAIRs", "CHAIRi", "Recall", "Len"}
     assert values["CHAIRs"] == pytest.approx(100.0)  # both captions name an absent object
-    intervals = headline_intervals(bench, records)
+    intervals, _ = headline_intervals(bench, records)
     for name in values:
         interval = intervals[name]
         assert interval is not None and interval["unit"] == "caption" and interval["n"] == interval["units"] == 2
@@ -115,7 +115,7 @@ def test_mmhal_declared_figures_leave_out_the_unrated_and_the_official_ones_coun
     rated = [r for r in ratings if r is not None]
     assert values["average_score"] == pytest.approx(sum(rated) / len(rated))
     assert values["official_average_score"] == pytest.approx(sum(rated) / 17)
-    intervals = headline_intervals(bench, records)
+    intervals, _ = headline_intervals(bench, records)
     rate, official = intervals["hallucination_rate"], intervals["official_hallucination_rate"]
     assert rate is not None and rate["method"] == "wilson" and rate["units"] == len(rated)
     assert official is not None and official["units"] == 17
@@ -132,7 +132,7 @@ def test_mmhal_answers_about_one_photo_are_one_unit(tmp_path: Path) -> None:
     widths = []
     for records in (shared, separate):
         _declared_equal_reported(bench, records)
-        intervals = headline_intervals(bench, records)
+        intervals, _ = headline_intervals(bench, records)
         for name in ("average_score", "hallucination_rate"):
             interval = intervals[name]
             assert interval is not None and interval["unit"] == "image" and interval["n"] == 24
@@ -160,7 +160,7 @@ def test_mmhal_declared_figures_on_gpt4o_ratings_of_blip2_reproduce_the_publishe
     values = _declared_equal_reported(bench, records)
     official = values["official_average_score"]
     assert official is not None and round(official, 2) == 1.31
-    intervals = headline_intervals(bench, records)
+    intervals, _ = headline_intervals(bench, records)
     average = intervals["average_score"]
     assert average is not None and average["units"] == average["n"] == 95
     assert len({r.image_id for r in records}) == 96

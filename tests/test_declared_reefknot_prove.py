@@ -92,7 +92,7 @@ def test_reefknot_declared_estimates_are_its_own_figures(reefknot_dir: Path, mod
         assert math.isclose(declared_value(declaration, tables) or math.nan, figure, rel_tol=1e-9, abs_tol=1e-9), (
             declaration.name
         )
-    intervals = headline_intervals(bench, records)
+    intervals, _ = headline_intervals(bench, records)
     images = {r.image_id for r in records if r.failure is None and r.field("task") == "yesno"}
     assert intervals["halr_yesno"] is not None and intervals["halr_yesno"]["units"] == len(images)
 
@@ -158,7 +158,7 @@ def test_prove_scores_from_hand_written_records() -> None:
         assert report.metrics[name] == pytest.approx(value, rel=1e-12)
         assert declared_value(declarations[name], tables) == pytest.approx(value, rel=1e-12)
         assert declarations[name].unit == "image"
-    intervals = headline_intervals(bench, records)
+    intervals, _ = headline_intervals(bench, records)
     assert {name: (i or {}).get("units") for name, i in intervals.items()} == {"hscore": 2, "tscore": 2, "average": 2}
     assert {name: (i or {}).get("n") for name, i in intervals.items()} == {"hscore": 4, "tscore": 4, "average": 4}
 

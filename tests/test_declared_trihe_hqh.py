@@ -90,7 +90,7 @@ def test_tri_he_rates_a_judge_cannot_give_stay_undefined(tri_he: TriHE) -> None:
     so their intervals are None too, while Hallu-Q keeps its interval."""
     records = [_question("1-0", "1", [_claim(H), _claim(S)]), _question("2-0", "2", [_claim(S)])]
     _assert_declared_equal_reported(tri_he, records)
-    intervals = headline_intervals(tri_he, records)
+    intervals, _ = headline_intervals(tri_he, records)
     assert intervals["hallu_q"] is not None
     for name in ("object_hallu_q", "relation_hallu_i", "contradicted_hallu_q", "unverifiable_share_i"):
         assert intervals[name] is None, name
@@ -107,7 +107,7 @@ def test_tri_he_hallu_q_resamples_images_and_is_wider_than_a_per_question_interv
         _question(s.id, s.image_id or "", [_claim(H if s.image_id in bad else S, ErrorType.OBJECT)]) for s in samples
     ]
     _assert_declared_equal_reported(tri_he, records)
-    intervals = headline_intervals(tri_he, records)
+    intervals, _ = headline_intervals(tri_he, records)
     for name, rows in (("hallu_q", len(samples)), ("hallu_i", len(images))):
         interval = intervals[name]
         assert interval is not None
@@ -206,7 +206,7 @@ def test_hqh_rate_resamples_images_of_the_release() -> None:
         _answer(int(s.id), str(s.metadata["type"]), s.image_id or "", s.image_id in bad, None) for s in shared
     ]
     _assert_declared_equal_reported(bench, records)
-    interval = headline_intervals(bench, records)["hallucination_rate"]
+    interval = headline_intervals(bench, records)[0]["hallucination_rate"]
     assert interval is not None
     assert interval["unit"] == "image" and interval["units"] == len(images) and interval["n"] == len(shared)
 
