@@ -75,7 +75,7 @@ def iter_xlsx_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         import openpyxl
     except ImportError as error:  # pragma: no cover - openpyxl is in the "import" extra
-        raise ResponsesError("reading .xlsx needs openpyxl: pip install 'halluscope[import]'") from error
+        raise ResponsesError('reading .xlsx needs openpyxl: pip install "halluscope[import]"') from error
     check_xlsx(path)
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
