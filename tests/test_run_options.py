@@ -127,3 +127,13 @@ def test_two_models_are_refused_not_narrowed_to_the_last(tmp_path: Path, command
     assert result.exit_code == 2
     assert "--model sim/oracle --model sim/blind" in said(result) and "once per model" in said(result)
     assert not (tmp_path / "r").exists()
+
+
+def test_an_error_prints_square_brackets_as_written(tmp_path: Path) -> None:
+    """An error line is plain text: ``pope[import]`` (like an install hint's ``halluscope[import]``) is printed
+    whole, not read as a style tag and dropped."""
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("{}\n")
+    result = invoke("run", "-b", "pope[import]", "--data", str(tmp_path), "-r", str(answers), "-o", str(tmp_path / "o"))
+    assert result.exit_code == 2
+    assert "unknown benchmark 'pope[import]'" in result.output

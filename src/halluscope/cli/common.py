@@ -50,9 +50,12 @@ def console(stderr: bool = False) -> Any:
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a clear error and exit (no traceback for user errors); a key the message quotes is masked."""
+    from rich.markup import escape
+
     from halluscope.redact import mask_text
 
-    console(stderr=True).print(f"[bold red]error:[/bold red] {mask_text(message)}")
+    # Escaped: a message is plain text, and an install hint's ``halluscope[import]`` is not a style tag.
+    console(stderr=True).print(f"[bold red]error:[/bold red] {escape(mask_text(message))}")
     raise typer.Exit(code)
 
 
