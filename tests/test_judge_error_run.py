@@ -43,3 +43,15 @@ def test_an_unmeasured_judge_configuration_says_so_beside_the_numbers(tmp_path: 
     assert metrics["judge_error"]["measured"] is None
     assert "judge error not measured" in metrics["judge_error"]["note"]
     assert "judge error not measured" in output
+
+
+def test_the_html_report_shows_each_runs_judge_error_under_the_table(tmp_path: Path) -> None:
+    _run(tmp_path, "typed", "--judge", "typed")
+    _run(tmp_path, "other", "--judge", "similarity", "--judge-opt", "verdict_threshold=0.7")
+    page = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "typed"), str(tmp_path / "other"), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    html = page.read_text().replace("&#x27;", "'")
+    section = html[html.index('class="notes judge-errors"') :]
+    assert "hallu_q corrected for the judge's error" in section
+    assert "judge error not measured" in section

@@ -77,7 +77,23 @@ def summary_html(runs: Sequence[ReportRun]) -> str:
         f"<thead><tr>{head_html}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
-    return table + _groups_html(runs) + _notes_html(runs)
+    return table + _judge_error_html(runs) + _groups_html(runs) + _notes_html(runs)
+
+
+def _judge_error_html(runs: Sequence[ReportRun]) -> str:
+    """Under the table, what each run says of its judge's own error: the measured sensitivity and specificity
+    with the corrected headlines, or that the judge's error was never measured, so that a judged number from
+    an unmeasured judge never reads as certain as a measured one."""
+    from halluscope.report.table import judge_error_lines
+
+    blocks = []
+    for run in runs:
+        lines = judge_error_lines(run.metrics.get("judge_error") or {})
+        if not lines:
+            continue
+        body = "<br>".join(esc(line.strip()) for line in lines)
+        blocks.append(f'<li class="judge-error"><b>{esc(run.label)}</b>: {body}</li>')
+    return f'<ul class="notes judge-errors">{"".join(blocks)}</ul>' if blocks else ""
 
 
 def _interval_of(found: object) -> tuple[float, float] | None:
