@@ -16,6 +16,10 @@ disagreements and is refused on the held-out split, so that looking at them cann
 
     python bench/yesno_reader_agreement.py --split heldout
     python bench/yesno_reader_agreement.py --split tune --show
+    python bench/yesno_reader_agreement.py --split heldout --write   # package the held-out figures
+
+``--write`` stores the held-out counts of each reader in ``halluscope/judges/data/reader_agreement.json``,
+from which every run read by that rule states them beside its numbers.
 """
 
 from __future__ import annotations
@@ -28,12 +32,16 @@ from typing import Any
 
 from halluscope.judges.answers import ParsedAnswer, parse_yes_no, parse_yes_no_paper
 
-LABELS = Path(__file__).resolve().parent.parent / "tests" / "data" / "reading" / "yesno_labels.jsonl"
+REPO = Path(__file__).resolve().parent.parent
+LABELS = REPO / "tests" / "data" / "reading" / "yesno_labels.jsonl"
+PACKAGED = REPO / "src" / "halluscope" / "judges" / "data" / "reader_agreement.json"
 
 READERS: dict[str, Callable[[str, str], ParsedAnswer]] = {
     "robust": lambda answer, question: parse_yes_no(answer, question=question),
     "paper": lambda answer, question: parse_yes_no_paper(answer),
 }
+#: The name a run gives each reader (``Benchmark.answer_reader``): ``paper`` here is the substring rule.
+RUN_NAMES = {"robust": "robust", "paper": "substring-yes"}
 
 
 def load(path: Path, split: str) -> list[dict[str, Any]]:
@@ -49,16 +57,34 @@ def score(rows: list[dict[str, Any]], read: Callable[[str, str], ParsedAnswer]) 
     answered = [r for r in decided if values[id(r)] is not None]
     agree = [r for r in answered if values[id(r)] == r["label"]]
     exact = sum((values[id(r)] or "unclear") == r["label"] for r in rows)
+    # Counts beside the shares, so that a run can state them with their n.
     return {
         "items": len(rows),
         "decided": len(decided),
         "answered": len(answered),
+        "agreed": len(agree),
+        "exact_count": exact,
         "coverage": len(answered) / len(decided) if decided else None,
         "agreement": len(agree) / len(answered) if answered else None,
         "exact": exact / len(rows) if rows else None,
         "unclear": len(unclear),
         "unclear_unanswered": sum(values[id(r)] is None for r in unclear),
     }
+
+
+def write_packaged(rows: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -> None:
+    sources = sorted({str(r.get("source", "")) for r in rows} - {""})
+    measured_on = (
+        f"{len(rows)} held-out real answers to yes/no questions ({', '.join(sources)}), each read by a person "
+        "against its question as yes, no or unclear"
+    )
+    counts = ("items", "decided", "answered", "agreed", "exact_count", "unclear", "unclear_unanswered")
+    entries = [
+        {"reader": RUN_NAMES[name], "measured_on": measured_on, **{k: r[k] for k in counts}}
+        for name, r in results.items()
+    ]
+    PACKAGED.write_text(json.dumps(entries, indent=1) + "\n", encoding="utf-8")
+    print(f"written to {PACKAGED}")
 
 
 def _pct(value: float | None) -> str:
@@ -71,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=("heldout", "tune", "all"), default="heldout")
     parser.add_argument("--show", action="store_true", help="list disagreements (tune split only)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--write", action="store_true", help=f"package the held-out counts ({PACKAGED.name})")
     args = parser.parse_args(argv)
     if args.show and args.split != "tune":
         parser.error("--show lists disagreements only on --split tune (the held-out part stays unseen)")
@@ -86,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:8} {_pct(r['coverage']):>9} {_pct(r['agreement']):>10} {_pct(r['exact']):>7}"
                 f" {r['unclear_unanswered']:>6} of {r['unclear']:<4}"
             )
+    if args.write:
+        if args.split != "heldout":
+            parser.error("--write packages the held-out figures only (--split heldout)")
+        write_packaged(rows, results)
     if args.show:
         for r in rows:
             parsed = parse_yes_no(r["answer"], question=r["question"])

@@ -4,6 +4,7 @@ themselves, and the agreement with a person's reading on held-out real answers."
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -141,3 +142,46 @@ def test_unanswered_answers_are_counted_by_reason() -> None:
     assert (counts["unanswered_contradictory"], counts["unanswered_refusal"], counts["unanswered_ambiguous"]) == (
         1, 1, 1,
     )  # fmt: skip
+
+
+def test_the_packaged_reader_measurement_is_what_the_held_out_answers_give() -> None:
+    """What every run states of its reader is reproduced by the bench script from the labelled answers: a change
+    of the reading rules that moves it fails here until the measurement is packaged again."""
+    from halluscope.judges.agreement import measured_reader
+
+    bench = _bench()
+    rows = bench.load(bench.LABELS, "heldout")  # type: ignore[attr-defined]
+    for name, run_name in bench.RUN_NAMES.items():  # type: ignore[attr-defined]
+        fresh = bench.score(rows, bench.READERS[name])  # type: ignore[attr-defined]
+        packaged = measured_reader(run_name)
+        assert packaged is not None, run_name
+        for key in ("items", "decided", "answered", "agreed", "exact_count", "unclear", "unclear_unanswered"):
+            assert packaged[key] == fresh[key], (run_name, key)
+    assert measured_reader("pope-paper") is None
+
+
+def test_a_pope_run_states_how_its_reader_was_measured(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from halluscope.benchmarks.pope import Pope
+    from halluscope.cli.main import app
+    from tests.paths import POPE_EXCERPT
+
+    answers = tmp_path / "answers.jsonl"
+    samples = list(Pope(POPE_EXCERPT).samples())[:12]
+    answers.write_text("".join(json.dumps({"id": s.id, "response": "Yes, there is."}) + "\n" for s in samples))
+    outputs = {}
+    for mode in ("robust", "paper"):
+        out = tmp_path / mode
+        args = ["run", "-b", "pope", "--data", str(POPE_EXCERPT), "-r", str(answers), "--limit", "12",
+                "--bench-opt", f"mode={mode}", "--out", str(out), "--no-cache", "-q"]  # fmt: skip
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+        assert result.exit_code == 0, result.output
+        reader = json.loads((out / "metrics.json").read_text())["judge_error"]["reader"]
+        outputs[mode] = (reader, result.output)
+    robust, output = outputs["robust"]
+    assert robust["name"] == "robust" and robust["measured"]["items"] >= 150
+    assert f"read {robust['measured']['answered']} of the {robust['measured']['decided']}" in output
+    paper, output = outputs["paper"]
+    assert paper == {"name": "pope-paper", "measured": None, "note": paper["note"]}
+    assert "yes/no reader pope-paper: not measured" in output

@@ -261,6 +261,12 @@ class Benchmark(ABC):
         :meth:`metric_tables`; intervals, paired tests and detectable differences are made from them."""
         return ()
 
+    def answer_reader(self) -> str | None:
+        """The rule that reads the model's yes/no answers in this run (``robust``, or a paper's own rule by
+        name), so that the run can state how well that rule was measured to read real answers; None where the
+        benchmark reads no yes/no answer or a judge in the slot does the reading."""
+        return None
+
     def metric_tables(self, records: Sequence[SampleRecord]) -> dict[str, MetricTable]:
         """The tables of per-item components that :meth:`metric_declarations` name, from the scored records
         (the same records :meth:`metrics` counts, so the figures agree)."""

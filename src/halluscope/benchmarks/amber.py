@@ -427,6 +427,9 @@ class Amber(Benchmark):
 
         return amber_metrics(records, benchmark=self.name, mode=self.mode)
 
+    def answer_reader(self) -> str:
+        return "robust" if self.mode == "robust" else "amber-exact"
+
     def metric_declarations(self) -> Sequence[MetricDeclaration]:
         return amber_declarations(self.mode)
 

@@ -402,6 +402,9 @@ class Pope(Benchmark):
             for s, r in pairs
         ]
 
+    def answer_reader(self) -> str:
+        return {"robust": "robust", "paper": "pope-paper", "vlmevalkit": "vlmevalkit"}[self.mode]
+
     def metric_declarations(self) -> Sequence[MetricDeclaration]:
         return yes_no_declarations("image")
 

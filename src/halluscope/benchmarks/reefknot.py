@@ -600,6 +600,9 @@ class Reefknot(Benchmark):
             )
         return records
 
+    def answer_reader(self) -> str:
+        return "robust" if self.mode == "robust" else "substring-yes"
+
     def metric_declarations(self) -> Sequence[MetricDeclaration]:
         """Each selected task's Halr, yes/no's rates and pair accuracy, and the entropy detector's precision and
         recall, over images; both modes alike (``correct`` follows the mode). The R score, a mean of per-task

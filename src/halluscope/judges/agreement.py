@@ -17,7 +17,7 @@ from typing import Any
 
 from halluscope.metrics.stats.judge_error import Agreement
 
-__all__ = ["MeasuredAgreement", "measured_agreement"]
+__all__ = ["MeasuredAgreement", "measured_agreement", "measured_reader"]
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class MeasuredAgreement:
     measured_on: str
 
 
-def _packaged() -> list[dict[str, Any]]:
-    path = resources.files("halluscope.judges") / "data" / "agreement.json"
+def _packaged(name: str = "agreement.json") -> list[dict[str, Any]]:
+    path = resources.files("halluscope.judges") / "data" / name
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -51,4 +51,14 @@ def measured_agreement(identity: Mapping[str, Any], reading: str) -> MeasuredAgr
             unit=str(entry.get("unit", "claim")),
             measured_on=str(entry.get("measured_on", "")),
         )
+    return None
+
+
+def measured_reader(reader: str) -> dict[str, Any] | None:
+    """The packaged measurement of the yes/no answer reader ``reader`` (``bench/yesno_reader_agreement.py``
+    on its held-out labelled answers): how many answers a person reads as yes or no it read, how many of those
+    alike, and how many of the unclear ones it left unanswered; None where that rule was never measured."""
+    for entry in _packaged("reader_agreement.json"):
+        if entry.get("reader") == reader:
+            return dict(entry)
     return None

@@ -209,6 +209,27 @@ def judge_error_lines(section: dict[str, Any]) -> list[str]:
     """What a run says of its judge's own error, in a line or two under its table."""
     if not section:
         return []
+    lines = _reader_lines(section.get("reader"))
+    if "judge" not in section:
+        return lines
+    return lines + _judge_lines(section)
+
+
+def _reader_lines(reader: dict[str, Any] | None) -> list[str]:
+    """How the rule that read the yes/no answers was measured, in one line."""
+    if not reader:
+        return []
+    name, m = reader.get("name", "?"), reader.get("measured")
+    if not m:
+        return [f"yes/no reader {name}: {reader.get('note', 'not measured on labelled answers')}"]
+    return [
+        f"yes/no reader {name}, measured on {reader.get('on', 'labelled answers')}: read {m['answered']} of the "
+        f"{m['decided']} a person reads as yes or no, {m['agreed']} of them alike; left {m['unclear_unanswered']} "
+        f"of {m['unclear']} unclear answers unanswered"
+    ]
+
+
+def _judge_lines(section: dict[str, Any]) -> list[str]:
     judge = section.get("judge", "the judge")
     measured = section.get("measured")
     if not measured:

@@ -15,11 +15,26 @@ from typing import Any
 
 from halluscope.stages import MetricDeclaration, MetricTable
 
-__all__ = ["NOT_MEASURED", "judge_error_section"]
+__all__ = ["NOT_MEASURED", "READER_NOT_MEASURED", "judge_error_section", "reader_section"]
 
 NOT_MEASURED = (
     "judge error not measured: the intervals cover the sampling of questions, not the judge's own mistakes"
 )
+
+READER_NOT_MEASURED = "not measured on labelled answers: its misreadings are not in the intervals"
+
+
+def reader_section(reader: str) -> dict[str, Any]:
+    """``metrics.json``'s ``judge_error.reader``: how the rule that read the yes/no answers was measured to read
+    real answers (held-out, labelled by a person), or that it never was. Not folded into the intervals: the
+    measured reader misreads too rarely to move them, and an unmeasured one is said to be unmeasured."""
+    from halluscope.judges.agreement import measured_reader
+
+    measured = measured_reader(reader)
+    if measured is None:
+        return {"name": reader, "measured": None, "note": READER_NOT_MEASURED}
+    counts = ("items", "decided", "answered", "agreed", "exact_count", "unclear", "unclear_unanswered")
+    return {"name": reader, "on": measured.get("measured_on", ""), "measured": {k: int(measured[k]) for k in counts}}
 
 
 def _judge_name(identity: Mapping[str, Any]) -> str:

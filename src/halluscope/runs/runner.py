@@ -354,12 +354,16 @@ def headline_intervals(
 def _judge_error(
     benchmark: Benchmark, records: Sequence[SampleRecord], ctx: ScoringContext, level: float
 ) -> dict[str, Any]:
-    from halluscope.runs.judge_error import judge_error_section
+    from halluscope.runs.judge_error import judge_error_section, reader_section
 
     declarations = benchmark.metric_declarations()
-    if not any(d.judged for d in declarations) or ctx.judge is None:
-        return {}
-    return judge_error_section(ctx.judge, declarations, benchmark.metric_tables(records), level)
+    section: dict[str, Any] = {}
+    if any(d.judged for d in declarations) and ctx.judge is not None:
+        section = judge_error_section(ctx.judge, declarations, benchmark.metric_tables(records), level)
+    reader = benchmark.answer_reader()
+    if reader is not None and records:
+        section["reader"] = reader_section(reader)
+    return section
 
 
 def _interval_json(estimate: float | None, interval: Any) -> dict[str, Any] | None:
