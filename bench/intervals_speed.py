@@ -6,7 +6,9 @@ clustering to resample), scored as a run scores it, then timed:
 
 - the intervals a run writes (overall and per set: 5 headlines x 10 groups, 4,000 resamples each), from the
   records, as the runner computes them;
-- a paired report of two such runs (both runs' saved tables read back, every headline compared, Holm).
+- a paired report of two such runs (both runs' saved tables read back, every headline compared, Holm);
+- the intervals of a Tri-HE run of 1,699 judged claims (every triplet rate, per question and per image), on
+  simulated records: 300 images, four questions each, each claim hallucinated with its image's chance.
 
     python bench/intervals_speed.py [--repeats 3]
 """
@@ -23,12 +25,13 @@ from pathlib import Path
 import numpy as np
 
 from halluscope.benchmarks.pope import Pope
+from halluscope.benchmarks.tri_he import TriHE
 from halluscope.cache import Cache
 from halluscope.report.compare import compare_runs
 from halluscope.runs.runner import headline_intervals
 from halluscope.runs.store import METRICS_FILE
 from halluscope.stages import ScoringContext
-from halluscope.types import Response, SampleRecord
+from halluscope.types import ErrorType, JudgedClaim, Response, SampleRecord, Support, VerdictLabel
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("HALLUSCOPE_SHARED", REPO.parent / "shared"))
@@ -59,6 +62,47 @@ def scored_run(bench: Pope, seed: int, out: Path) -> list[SampleRecord]:
     report.intervals, report.group_intervals = headline_intervals(bench, records, out_dir=out)
     (out / METRICS_FILE).write_text(report.model_dump_json())
     return records
+
+
+def tri_he_records(seed: int, claims_wanted: int = 1699) -> list[SampleRecord]:
+    """Judged Tri-HE answers: 300 images, four questions each, claims dealt out until ``claims_wanted``."""
+    rng = np.random.default_rng(seed)
+    questions = [(f"img{i}", f"img{i}-q{j}") for i in range(300) for j in range(4)]
+    per_question = np.bincount(rng.integers(0, len(questions), size=claims_wanted), minlength=len(questions))
+    skill = {image: float(rng.beta(2, 5)) for image, _ in questions}
+    records = []
+    for (image, qid), count in zip(questions, per_question, strict=True):
+        claims = []
+        for _ in range(int(count)):
+            wrong = bool(rng.random() < skill[image])
+            error = (ErrorType.OBJECT if rng.random() < 0.5 else ErrorType.RELATION) if wrong else None
+            claims.append(JudgedClaim(
+                subject="man", relation="holds", object="cup",
+                verdict=VerdictLabel.HALLUCINATED if wrong else VerdictLabel.SUPPORTED, error=error,
+                support=(Support.CONTRADICTED if rng.random() < 0.6 else Support.UNVERIFIABLE) if wrong
+                else Support.SUPPORTED,
+            ))  # fmt: skip
+        records.append(SampleRecord(id=qid, prompt="What is the man doing?", response="He holds a cup.",
+                                    image_id=image, claims=claims))  # fmt: skip
+    return records
+
+
+def time_tri_he(repeats: int) -> None:
+    bench = TriHE(SHARED / "data" / "tri-he")
+    records = tri_he_records(3)
+    claims = sum(len(r.claims) for r in records)
+    timings = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        overall, _ = headline_intervals(bench, records)
+        timings.append(time.perf_counter() - started)
+    rates = sum(v is not None for v in overall.values())
+    print(f"Tri-HE: intervals of {rates} rates over {claims} claims, {len(records)} questions: "
+          f"best {min(timings):.2f} s of {repeats}")  # fmt: skip
+    hallu_q = overall["hallu_q"]
+    assert hallu_q is not None
+    print(f"  hallu_q {hallu_q['estimate']:.2f} [{hallu_q['low']:.2f}, {hallu_q['high']:.2f}] over "
+          f"{hallu_q['units']} {hallu_q['unit']}s")  # fmt: skip
 
 
 def main() -> None:
@@ -92,6 +136,7 @@ def main() -> None:
             if c is not None and c.interval is not None:
                 print(f"  {metric.metric}: {c.difference:+.2f} [{c.interval.low:+.2f}, {c.interval.high:+.2f}] "
                       f"p={c.p_value:.3g} ({c.test})")  # fmt: skip
+    time_tri_he(args.repeats)
 
 
 if __name__ == "__main__":
