@@ -86,11 +86,16 @@ def main() -> None:
             f"specificity {c['passed']}/{c['negatives']} = {c['passed'] / max(1, c['negatives']):.3f}"
         )
     if args.write:
-        existing = json.loads(PACKAGED.read_text()) if PACKAGED.exists() else []
-        kept = [m for m in existing if m["judge"] != measured["judge"]]
-        PACKAGED.parent.mkdir(parents=True, exist_ok=True)
-        PACKAGED.write_text(json.dumps([*kept, measured], indent=1) + "\n")
-        print(f"written to {PACKAGED}")
+        write_packaged(measured)
+
+
+def write_packaged(measured: dict[str, Any]) -> None:
+    """Add (or replace) one judge configuration's measurement in the packaged ``agreement.json``."""
+    existing = json.loads(PACKAGED.read_text()) if PACKAGED.exists() else []
+    kept = [m for m in existing if m["judge"] != measured["judge"]]
+    PACKAGED.parent.mkdir(parents=True, exist_ok=True)
+    PACKAGED.write_text(json.dumps([*kept, measured], indent=1) + "\n")
+    print(f"written to {PACKAGED}")
 
 
 if __name__ == "__main__":

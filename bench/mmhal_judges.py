@@ -4,6 +4,7 @@
     python bench/mmhal_judges.py labels --data DIR [--split heldout|tune|all] [--judge local ...]
     python bench/mmhal_judges.py models --data DIR [--judge local ...] [--files a.json,b.json]
     python bench/mmhal_judges.py labels --data DIR --judge similarity   # the embedding baseline
+    python bench/mmhal_judges.py labels --data DIR --rating-first --write-agreement   # package the measurement
 
 ``DIR`` is the MMHal-Bench folder: ``response_template.json``, ``responses/`` (the official example
 response files) and, for ``gpt4o`` and ``models``, ``third-party-gpt4o-review/`` (the raw GPT-4o replies
@@ -154,6 +155,38 @@ async def similarity_mode(args: argparse.Namespace, bench: MMHal) -> dict[str, A
     return result
 
 
+def hallucinated_counts(reference: Mapping[str, int | None], judged: Mapping[str, int | None]) -> dict[str, int]:
+    """The judge's calls of hallucinated (a rating below 3) against the labels', over the answers both rated:
+    of those labelled hallucinated, how many it flagged; of the others, how many it passed."""
+    counts = {"found": 0, "positives": 0, "passed": 0, "negatives": 0}
+    for key, rating in judged.items():
+        truth = reference.get(key)
+        if rating is None or truth is None:
+            continue
+        if truth < 3:
+            counts["positives"] += 1
+            counts["found"] += rating < 3
+        else:
+            counts["negatives"] += 1
+            counts["passed"] += rating >= 3
+    return counts
+
+
+def agreement_entry(result: dict[str, Any], labels: int) -> dict[str, Any]:
+    """The packaged-agreement record of a ``labels`` run on the held-out split (``judges/data/agreement.json``)."""
+    counts = result["agreement_counts"]
+    return {
+        "judge": result["judge"],
+        "unit": "answer",
+        "measured_on": (
+            f"{counts['positives'] + counts['negatives']} of {labels} held-out real answers to MMHal-Bench questions "
+            "(LLaVA 7B and 13B, IDEFICS 80B, InstructBLIP 13B), each labelled by looking at the photo; "
+            "answers the judge gave no rating left out"
+        ),
+        "readings": {"rating": counts},
+    }
+
+
 def judge_for(args: argparse.Namespace, cache: Cache, local: Any) -> MMHalLLMJudge:
     if args.judge == "local":
         options = local.stage_options("judge 'mmhal-llm'", {"model": "local"})
@@ -205,6 +238,7 @@ async def main_async(args: argparse.Namespace, local: Any) -> dict[str, Any]:
             )
             result["published_gpt4o_averages"] = published_averages(args.data)
             result["unparseable"] = sum(1 for v in got.values() if v is None)
+            result["agreement_counts"] = hallucinated_counts(reference, got)
         else:
             published = published_averages(args.data)
             models = args.files.split(",") if args.files else sorted(published)
@@ -239,11 +273,19 @@ def main() -> None:
     parser.add_argument("--files")
     parser.add_argument("--cache")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--write-agreement", action="store_true",
+                        help="package the judge's held-out sensitivity and specificity (judges/data/agreement.json)")
     args = parser.parse_args()
+    if args.write_agreement and (args.mode != "labels" or args.split != "heldout" or args.judge == "similarity"):
+        parser.error("--write-agreement packages an LLM judge's measurement on the held-out labels only")
     from halluscope.llm.local import LocalLLM
 
     with LocalLLM() as local:
         result = asyncio.run(main_async(args, local))
+    if args.write_agreement:
+        from judge_agreement import write_packaged
+
+        write_packaged(agreement_entry(result, len(load_labels(args.labels, args.split))))
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")

@@ -332,3 +332,26 @@ def test_build_commands_refuse_local_with_base_url(tmp_path: Path) -> None:
     output = _refused(["build", "prove", "-g", str(TRI_HE_JSON), "--out", str(tmp_path / "b"), "--llm", "local",
                        *elsewhere])  # fmt: skip
     assert "--llm local" in output and "give one of the two" in output
+
+
+@pytest.mark.slow
+def test_a_local_mmhal_judge_run_carries_its_packaged_measurement(work: Path) -> None:
+    """The packaged agreement of the local MMHal-Bench judge (rating first) is keyed by the judge's identity: a
+    run configured as it was measured carries the counts and corrected rates. A change of the judge's prompt or
+    settings changes the identity, and this test then asks for the measurement to be made again
+    (``bench/mmhal_judges.py labels --rating-first --write-agreement``)."""
+    from halluscope.judges.agreement import measured_agreement
+    from tests.paths import MMHAL_DIR
+
+    out = work / "mmhal"
+    args = ["run", "-b", "mmhal", "--data", str(MMHAL_DIR), "-r", str(MMHAL_DIR / "responses" / "llava_7b.json"),
+            "--limit", "1", "--judge-model", "local", "--judge-opt", "rating_first=true", "--out", str(out),
+            "--cache", str(work / "cache.sqlite"), "-q"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    spec = json.loads((out / "spec.json").read_text(encoding="utf-8"))
+    measured = measured_agreement(spec["judge"], "rating")
+    assert measured is not None, f"no packaged measurement for {spec['judge']}: measure the judge again"
+    section = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["judge_error"]
+    assert section["measured"]["rating"]["hallucinated"] == measured.counts.positives
+    assert set(section["corrected"]) == {"hallucination_rate", "official_hallucination_rate"}
