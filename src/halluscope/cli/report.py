@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -38,6 +38,12 @@ def report(
             "and a 5 % level with this many items and this clustering."
         ),
     ] = False,
+    show_all: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Also show each figure under the readings that are not the run's own (paper_*, robust_*)."
+        ),
+    ] = False,
 ) -> None:
     """Print a comparison table of runs (rows) and their metrics (columns), each headline with its interval;
     runs of one benchmark are compared item by item with the first (or --baseline)."""
@@ -50,7 +56,10 @@ def report(
     except RunDirError as error:
         fail(str(error))
     out = console()
-    out.print(rich_table(summaries, title="halluscope runs", width=out.width))
+    out.print(rich_table(summaries, title="halluscope runs", width=out.width, show_all=show_all))
+    _print_folded(summaries, show_all)
+    _print_groups(summaries)
+    _print_coverage(run_dirs, [s.benchmark for s in summaries])
     _print_judge_errors(run_dirs)
     try:
         _print_comparisons(run_dirs, [s.benchmark for s in summaries], baseline, ci)
@@ -61,7 +70,7 @@ def report(
     if csv:
         out.print(f"CSV: {write_text(csv, to_csv(summaries))}")
     if markdown:
-        out.print(f"markdown: {write_text(markdown, to_markdown(summaries))}")
+        out.print(f"markdown: {write_text(markdown, to_markdown(summaries, show_all=show_all))}")
     if html:
         from halluscope.report.html import write_html_report
 
@@ -103,6 +112,53 @@ def _print_comparisons(run_dirs: list[Path], benchmarks: list[str], baseline: Pa
         return
     for comparison in compare_runs(baseline, candidates, level=level):
         out.print(comparison_table(comparison, level))
+
+
+def _print_folded(summaries: list[Any], show_all: bool) -> None:
+    from halluscope.report.table import folded_columns
+
+    folded = [] if show_all else folded_columns(summaries)
+    if folded:
+        console().print(
+            f"{len(folded)} figures under other readings not shown ({', '.join(folded[:4])}"
+            f"{', …' if len(folded) > 4 else ''}): --all shows them; CSV and metrics.json hold every one",
+            markup=False, highlight=False,
+        )  # fmt: skip
+
+
+def _print_groups(summaries: list[Any]) -> None:
+    """Each run's per-group table (POPE per set), the figures its benchmark's users compare."""
+    from halluscope.report.groups_view import group_table
+
+    for summary in summaries:
+        table = group_table(
+            f"{summary.run} ({summary.benchmark}) by group", summary.groups, summary.group_intervals,
+            list(summary.intervals),
+        )  # fmt: skip
+        if table is not None:
+            console().print(table)
+
+
+def _print_coverage(run_dirs: list[Path], benchmarks: list[str]) -> None:
+    """Runs of one benchmark side by side that scored different items: said, with how many they share, since
+    their figures above are over different questions (the paired comparison below uses the shared ones)."""
+    from halluscope.report.compare import scored_item_ids
+
+    by_benchmark: dict[str, list[Path]] = {}
+    for run_dir, benchmark in zip(run_dirs, benchmarks, strict=True):
+        by_benchmark.setdefault(benchmark, []).append(run_dir)
+    for benchmark, dirs in by_benchmark.items():
+        ids = [scored_item_ids(d) for d in dirs]
+        known = [(d, i) for d, i in zip(dirs, ids, strict=True) if i is not None]
+        if len(known) < 2 or all(i == known[0][1] for _, i in known):
+            continue
+        shared = set.intersection(*(i for _, i in known))
+        sizes = ", ".join(f"{d.name} {len(i):,}" for d, i in known)
+        console().print(
+            f"{benchmark}: these runs scored different items ({sizes}; {len(shared):,} shared): their figures "
+            "above are over different questions; the paired comparison uses the shared items only",
+            markup=False, highlight=False,
+        )  # fmt: skip
 
 
 def _print_judge_errors(run_dirs: list[Path]) -> None:

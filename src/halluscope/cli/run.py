@@ -227,10 +227,14 @@ class CliHooks:
 
 
 def show_metrics(report: Any, out: Path) -> None:
+    from halluscope.report.groups_view import group_table
     from halluscope.report.table import judge_error_lines, metrics_table
 
     title = f"{report.benchmark} — {out}"
     console().print(metrics_table(report.metrics, report.counts, title=title, intervals=report.intervals))
+    groups = group_table(f"{report.benchmark} by group", report.groups, report.group_intervals, list(report.intervals))
+    if groups is not None:
+        console().print(groups)
     for line in judge_error_lines(report.judge_error):
         console().print(line, markup=False, highlight=False)
 

@@ -28,7 +28,18 @@ __all__ = [
     "compare_runs",
     "detectable_difference",
     "run_intervals",
+    "scored_item_ids",
 ]
+
+
+def scored_item_ids(run_dir: Path) -> set[str] | None:
+    """The ids of the items a run's declared figures count (every table's rows); None where it saved no
+    tables (a benchmark that declares no headline)."""
+    try:
+        _, tables = read_metric_tables(run_dir)
+    except RunDirError:
+        return None
+    return {item for table in tables.values() for item in table.ids}
 
 
 class ComparisonError(ValueError):

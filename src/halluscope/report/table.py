@@ -28,6 +28,9 @@ class RunSummary:
     #: The declared headlines' intervals (metric -> (low, high)), at :attr:`level`.
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
     level: float | None = None
+    #: Per-group figures and intervals (POPE's sets), as ``metrics.json`` holds them.
+    groups: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    group_intervals: dict[str, dict[str, dict[str, Any] | None]] = field(default_factory=dict)
 
 
 def _component_name(value: Any) -> str:
@@ -51,7 +54,8 @@ def summarise_run(run_dir: Path, *, level: float | None = None) -> RunSummary:
     ``metrics.json`` holds another level)."""
     spec = read_spec(run_dir)
     report = read_metrics(run_dir)
-    model = spec.get("model") or spec.get("responses") or ""
+    # Answers from a file are named by the file, not by where it happens to lie on this machine.
+    model = spec.get("model") or (Path(str(spec["responses"])).name if spec.get("responses") else "")
     intervals, stored_level = _stored_intervals(report.intervals)
     if level is not None and report.intervals and not (stored_level and math.isclose(stored_level, level)):
         from halluscope.report.compare import run_intervals
@@ -63,18 +67,44 @@ def summarise_run(run_dir: Path, *, level: float | None = None) -> RunSummary:
         run=Path(run_dir).name,
         benchmark=report.benchmark,
         model=mask_text(_component_name(model) if isinstance(model, dict) else str(model)),
-        judge=mask_text(_component_name(spec.get("judge"))),
+        judge=mask_text(_judge_label(spec.get("judge"), report.judge_error)),
         metrics=dict(report.metrics),
         counts=dict(report.counts),
         intervals=intervals,
         level=stored_level,
+        groups={g: dict(m) for g, m in report.groups.items()},
+        group_intervals={g: dict(m) for g, m in report.group_intervals.items()},
     )
 
 
-def metric_columns(summaries: Sequence[RunSummary]) -> list[str]:
-    """Every metric present in any run, in the one fixed order (:func:`halluscope.report.order.order_metrics`)."""
+def _judge_label(judge: Any, judge_error: dict[str, Any]) -> str:
+    """The judge in the slot; for a run whose answers a rule reads (POPE, AMBER, Reefknot), that rule."""
+    name = _component_name(judge)
+    reader = (judge_error.get("reader") or {}).get("name")
+    if name or not reader:
+        return name
+    return f"none (yes/no read by the {reader} rule)"
+
+
+def metric_columns(summaries: Sequence[RunSummary], *, show_all: bool = True) -> list[str]:
+    """Every metric present in any run, in the one fixed order (:func:`halluscope.report.order.order_metrics`);
+    without ``show_all``, the copies of a figure under a reading that is not the run's (``paper_f1`` beside
+    ``f1``) are left out (:func:`halluscope.report.groups_view.folded_readings`)."""
+    from halluscope.report.groups_view import folded_readings
+
     headlines = (key for summary in summaries for key in summary.intervals)
-    return order_metrics((key for summary in summaries for key in summary.metrics), headlines)
+    ordered = order_metrics((key for summary in summaries for key in summary.metrics), headlines)
+    if show_all:
+        return ordered
+    folded = set(folded_readings(ordered))
+    return [k for k in ordered if k not in folded]
+
+
+def folded_columns(summaries: Sequence[RunSummary]) -> list[str]:
+    """The metrics :func:`metric_columns` leaves out unless asked for all."""
+    every = metric_columns(summaries)
+    shown = set(metric_columns(summaries, show_all=False))
+    return [k for k in every if k not in shown]
 
 
 def format_value(value: float | None) -> str:
@@ -92,8 +122,8 @@ def _cell(summary: RunSummary, metric: str) -> str:
     return format_with_interval(summary.metrics.get(metric), summary.intervals.get(metric))
 
 
-def table_rows(summaries: Sequence[RunSummary]) -> tuple[list[str], list[list[str]]]:
-    columns = metric_columns(summaries)
+def table_rows(summaries: Sequence[RunSummary], *, show_all: bool = True) -> tuple[list[str], list[list[str]]]:
+    columns = metric_columns(summaries, show_all=show_all)
     header = ["run", "benchmark", "model", "judge", *columns]
     rows = [[s.run, s.benchmark, s.model, s.judge, *(_cell(s, c) for c in columns)] for s in summaries]
     return header, rows
@@ -141,8 +171,8 @@ def to_csv(summaries: Sequence[RunSummary]) -> str:
     return buffer.getvalue()
 
 
-def to_markdown(summaries: Sequence[RunSummary]) -> str:
-    header, rows = table_rows(summaries)
+def to_markdown(summaries: Sequence[RunSummary], *, show_all: bool = False) -> str:
+    header, rows = table_rows(summaries, show_all=show_all)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
@@ -152,7 +182,9 @@ def to_markdown(summaries: Sequence[RunSummary]) -> str:
 _MIN_RUN_COLUMN = 18
 
 
-def rich_table(summaries: Sequence[RunSummary], title: str | None = None, width: int | None = None) -> Any:
+def rich_table(
+    summaries: Sequence[RunSummary], title: str | None = None, width: int | None = None, *, show_all: bool = False
+) -> Any:
     """Runs as rows and metrics as columns when that fits ``width``; else transposed (metrics as rows).
 
     A comparison of a handful of runs has far more metrics than runs, so a terminal of normal width
@@ -162,10 +194,11 @@ def rich_table(summaries: Sequence[RunSummary], title: str | None = None, width:
     """
     from rich.console import Console, Group
 
-    wide = _wide_table(summaries, title)
+    wide = _wide_table(summaries, title, show_all)
     if width is None or Console(width=100_000).measure(wide).maximum <= width:
         return wide
-    label_width = max(len(name) for name in ["run", "benchmark", "model", "judge", *metric_columns(summaries)])
+    columns = metric_columns(summaries, show_all=show_all)
+    label_width = max(len(name) for name in ["run", "benchmark", "model", "judge", *columns])
     per_table = max(1, (width - label_width - 4) // (_MIN_RUN_COLUMN + 3))
     tables = []
     for start in range(0, len(summaries), per_table):
@@ -175,14 +208,14 @@ def rich_table(summaries: Sequence[RunSummary], title: str | None = None, width:
             which = f"{start + 1}" if len(part) == 1 else f"{start + 1}–{start + len(part)}"
             which = f"run{'s' if len(part) > 1 else ''} {which} of {len(summaries)}"
             heading = f"{heading} ({which})" if heading else which
-        tables.append(_transposed_table(part, summaries, heading))
+        tables.append(_transposed_table(part, summaries, heading, show_all))
     return Group(*tables)
 
 
-def _wide_table(summaries: Sequence[RunSummary], title: str | None) -> Any:
+def _wide_table(summaries: Sequence[RunSummary], title: str | None, show_all: bool) -> Any:
     from rich.table import Table
 
-    header, rows = table_rows(summaries)
+    header, rows = table_rows(summaries, show_all=show_all)
     table = Table(title=title)
     for index, name in enumerate(header):
         table.add_column(name, justify="right" if index >= 4 else "left")
@@ -191,7 +224,9 @@ def _wide_table(summaries: Sequence[RunSummary], title: str | None) -> Any:
     return table
 
 
-def _transposed_table(part: Sequence[RunSummary], every: Sequence[RunSummary], title: str | None) -> Any:
+def _transposed_table(
+    part: Sequence[RunSummary], every: Sequence[RunSummary], title: str | None, show_all: bool
+) -> Any:
     from rich.table import Table
 
     table = Table(title=title, show_lines=False)
@@ -200,7 +235,7 @@ def _transposed_table(part: Sequence[RunSummary], every: Sequence[RunSummary], t
         table.add_column(summary.run, justify="right", overflow="fold", min_width=8)
     for field_name in ("benchmark", "model", "judge"):
         table.add_row(field_name, *(getattr(s, field_name) for s in part), style="dim")
-    for key in metric_columns(every):
+    for key in metric_columns(every, show_all=show_all):
         table.add_row(key, *(_cell(s, key) for s in part))
     return table
 
