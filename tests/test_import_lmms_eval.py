@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from halluscope.api import evaluate
-from halluscope.benchmarks.hallusionbench import HallusionBench, hallusion_id
+from halluscope.benchmarks.hallusionbench import HallusionBench, hallusion_fields_from_index, hallusion_id
 from halluscope.benchmarks.pope import Pope
 from halluscope.importers import detect_external
-from halluscope.importers.vlmevalkit import hallusion_fields_from_index, read_table
+from halluscope.importers.vlmevalkit import read_table
 from tests.paths import HALLUSIONBENCH_DIR, HALLUSIONBENCH_EXCERPT, PEER_OUTPUTS, POPE_EXCERPT
 
 POPE_SUFFIX = "\nAnswer the question using a single word or phrase."

@@ -15,7 +15,7 @@ runner around these calls, keyed on :meth:`identity`, so implementations stay si
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -197,6 +197,34 @@ class MetricTable:
     unit: str | None = None
 
 
+@dataclass
+class ExternalRow:
+    """One row of another tool's answer file, as an importer read it: where it is, its fields, the answer.
+
+    Why here: importers hand these to a benchmark's layout hooks (:meth:`Benchmark.items_from_rows`), so
+    the record is part of the contract between the two layers, not of either.
+    """
+
+    where: str
+    fields: dict[str, Any]
+    answer: str | None
+    problem: str | None = None
+    #: The question the row says was asked (checked against the matched sample's question), if it has one.
+    question: str | None = None
+    #: The row's line or spreadsheet row number in its file, where the tool's layout has one.
+    number: int | None = None
+
+
+@dataclass(frozen=True)
+class TaskOrder:
+    """The sample ids of a harness task's documents in the order the harness numbers them (lmms-eval's
+    ``doc_id`` is a position in the dataset split its task read), and that order in words."""
+
+    task: str
+    name: str
+    ids: list[str]
+
+
 class Benchmark(ABC):
     """One benchmark's data, scoring and metrics."""
 
@@ -245,6 +273,36 @@ class Benchmark(ABC):
             f"{type(self).__name__} cannot read responses files: subclass halluscope.benchmarks.Benchmark, "
             "which reads halluscope's layouts and other tools' outputs, or override read_responses"
         )
+
+    # -- hooks the importers call: they read other tools' files without knowing which benchmark they serve --
+
+    def external_id(self, row: Mapping[str, Any]) -> str | None:
+        """The sample id another tool's row names through this benchmark's own id fields, or None (then the
+        importer tries the fields that may hold a sample id: ``id``, ``sample_id``, ``question_id``, ``index``)."""
+        return None
+
+    def external_rows(self, row: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """The items one row of another tool's table stands for, as (label, fields), the label naming the item
+        in messages ("" when the row is one item). A table that merges several items into one row is split
+        here; a row that names none raises ``ValueError`` with the problem."""
+        return [("", dict(row))]
+
+    def items_from_rows(self, rows: Sequence[ExternalRow], kind: str) -> ResponsesFile | None:
+        """Items made from the rows of a ``kind`` file none of whose rows names an item of the benchmark, with
+        their answers, or None when the benchmark makes none (then the rows are problems, as usual). For a
+        tool whose copy of the data keeps the labels but loses the ids that tie a row to an item."""
+        return None
+
+    def external_questions(self) -> Path | None:
+        """The question file another tool numbered its questions by, when the run names one: LLaVA's
+        ``question_id`` counts the lines of its own question file, not the benchmark's items."""
+        return None
+
+    def task_orders(self, file_name: str) -> list[TaskOrder]:
+        """The candidate orders of the documents of the harness task that wrote ``file_name``, for lines that
+        keep only a document's position; the importer uses the one under which the lines' questions agree
+        with the items'. Empty when the benchmark knows no such order."""
+        return []
 
     @abstractmethod
     async def score_many(

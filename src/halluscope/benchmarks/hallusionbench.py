@@ -41,6 +41,7 @@ word or phrase.").
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
@@ -63,10 +64,10 @@ from halluscope.judges.answers import parse_yes_no
 from halluscope.judges.hallusionbench import HallusionGrade, HallusionGrader, HallusionItem
 from halluscope.options import check_options
 from halluscope.responses import ResponsesFile
-from halluscope.stages import Failure, MetricDeclaration, MetricTable
+from halluscope.stages import Failure, MetricDeclaration, MetricTable, TaskOrder
 from halluscope.types import Response, Sample, SampleRecord
 
-__all__ = ["HallusionBench", "hallusion_id"]
+__all__ = ["HallusionBench", "hallusion_fields_from_index", "hallusion_id"]
 
 OFFICIAL_URL = "https://raw.githubusercontent.com/tianyi-lab/HallusionBench/main/HallusionBench.json"
 _ID_FIELDS = ("category", "subcategory", "set_id", "figure_id", "question_id")
@@ -75,6 +76,27 @@ _REQUIRED = (*_ID_FIELDS, "question", "gt_answer")
 
 def hallusion_id(row: Mapping[str, Any]) -> str:
     return "-".join(str(row[k]) for k in _ID_FIELDS)
+
+
+#: VLMEvalKit's ``index`` of a HallusionBench row: the official ids packed as
+#: ``<category>_<subcategory>_<visual_input>_<set_id>_<figure_id>_<question_id>``.
+_VLMEVALKIT_INDEX = re.compile(r"^(VD|VS)_([A-Za-z]+)_(\d+)_(\d+)_(\d+)_(\d+)$")
+
+
+def hallusion_fields_from_index(index: object) -> dict[str, str] | None:
+    """HallusionBench's official id fields from VLMEvalKit's ``index`` (``VD_illusion_1_0_0_0``), or None."""
+    match = _VLMEVALKIT_INDEX.match(str(index).strip())
+    if not match:
+        return None
+    category, subcategory, visual_input, set_id, figure_id, question_id = match.groups()
+    return {
+        "category": category,
+        "subcategory": subcategory,
+        "visual_input": visual_input,
+        "set_id": set_id,
+        "figure_id": figure_id,
+        "question_id": question_id,
+    }
 
 
 #: What one resampling unit of every HallusionBench interval is: a set (category, subcategory, set id) — a
@@ -267,6 +289,28 @@ class HallusionBench(Benchmark):
                 value = int(value)
             parts.append(str(value))
         return "-".join(parts)
+
+    def external_rows(self, row: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """VLMEvalKit's HallusionBench sheet has no id columns: the official ids are packed into ``index``
+        (``VD_illusion_1_0_0_0``), read back here into the five official id fields."""
+        fields = dict(row)
+        if not all(k in row for k in ("set_id", "figure_id", "question_id")):
+            parsed = hallusion_fields_from_index(row.get("index"))
+            if parsed is not None:
+                fields.update(parsed)
+        return [("", fields)]
+
+    def task_orders(self, file_name: str) -> list[TaskOrder]:
+        """lmms-eval's ``hallusion_bench_image`` task (lmms-lab/HallusionBench, split ``image``) holds the
+        official questions that come with a figure (``visual_input`` != 0), in file order."""
+        raw = loads_json(Path(self.path).read_text(encoding="utf-8"))
+        ids = [
+            "-".join(str(r[k]) for k in _ID_FIELDS)
+            for r in raw
+            if isinstance(r, dict) and str(r.get("visual_input", "")) != "0" and all(k in r for k in _ID_FIELDS)
+        ]
+        name = "HallusionBench.json, questions with a figure (visual_input != 0), in file order"
+        return [TaskOrder("hallusion_bench_image", name, ids)]
 
     def read_responses(
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None

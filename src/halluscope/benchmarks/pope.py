@@ -34,6 +34,7 @@ folder), ``missing_images`` (``refuse`` | ``fail``), ``prompt`` (what the model 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -53,10 +54,10 @@ from halluscope.benchmarks.closed import (
 from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
 from halluscope.benchmarks.yes_no import yes_no_declarations, yes_no_table
 from halluscope.cache import default_cache_dir
-from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
+from halluscope.jsonio import MAX_LINE_DEPTH, iter_jsonl, loads_json
 from halluscope.options import check_options
 from halluscope.responses import ResponsesFile
-from halluscope.stages import MetricDeclaration, MetricTable
+from halluscope.stages import ExternalRow, MetricDeclaration, MetricTable, TaskOrder
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["PROMPTS", "SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
@@ -328,6 +329,63 @@ class Pope(Benchmark):
                 )
         return index
 
+    def external_questions(self) -> Path | None:
+        """LLaVA's ``llava_pope_test.jsonl``, when given (``--bench-opt questions=FILE``)."""
+        return self.questions
+
+    def external_rows(self, row: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """VLMEvalKit's POPE table merges the three COCO sets, one row per distinct (image, question), so a
+        row's ``category`` may list several settings (``adversarial,popular``): VLMEvalKit counts such a row in
+        each, and so does halluscope, one item per setting it lists."""
+        listed = _settings_of(row.get("category"))
+        if listed is None:
+            raise ValueError(f"category {row.get('category')!r} names no POPE setting")
+        return [(setting if len(listed) > 1 else "", {**row, "category": setting}) for setting in listed]
+
+    def items_from_rows(self, rows: Sequence[ExternalRow], kind: str) -> ResponsesFile | None:
+        """A VLMEvalKit POPE sheet whose rows name no POPE item (its ``index`` is VLMEvalKit's own row number,
+        its image a local path) is scored on its own rows: each row is an item per setting it lists, labelled
+        by the sheet's ``answer`` column (ids ``coco-<setting>-vlmevalkit<index>``); None when no row has a
+        yes/no label."""
+        if not any(_yes_no(row.fields.get("answer")) for row in rows):
+            return None
+        return _items_from_sheet(rows, kind, {st for src, st in self.files if src == "coco"}, self.name)
+
+    def task_orders(self, file_name: str) -> list[TaskOrder]:
+        """lmms-eval's ``pope`` task (lmms-lab/POPE, split ``test``, 9,000 rows) holds POPE's three COCO sets
+        one after another, each in its file's order, in an order its task files do not state, so each order of
+        the three is a candidate; ``pope_adv`` / ``pope_pop`` / ``pope_random`` (its ``Full`` config) hold one
+        set. The task is read from the file name (``samples_pope_adv.jsonl``)."""
+        stem = Path(file_name).stem.lower()
+        task = next((t for t in _LMMS_EVAL_TASKS if t in stem), "pope")
+        sets = self._coco_set_ids()
+        wanted = _LMMS_EVAL_TASKS.get(task)
+        if wanted is not None:
+            return [TaskOrder(task, f"POPE coco {wanted}, in file order", sets[wanted])] if wanted in sets else []
+        if len(sets) < 3:
+            return []
+        return [
+            TaskOrder(task, f"POPE coco {', '.join(order)} one after another, each in file order",
+                      [i for setting in order for i in sets[setting]])
+            for order in itertools.permutations(("adversarial", "popular", "random"))
+        ]  # fmt: skip
+
+    def _coco_set_ids(self) -> dict[str, list[str]]:
+        """The sample ids of each COCO set, in file order, from the selected files and the ones beside them."""
+        folder = next((Path(p).parent for (src, _), p in self.files.items() if src == "coco"), None)
+        if folder is None:
+            return {}
+        sets: dict[str, list[str]] = {}
+        for setting in ("adversarial", "popular", "random"):
+            path = self.files.get(("coco", setting)) or folder / f"coco_pope_{setting}.json"
+            if Path(path).is_file():
+                sets[setting] = [
+                    f"coco-{setting}-{line.value['question_id']}"
+                    for line in iter_jsonl(Path(path))
+                    if line.ok and isinstance(line.value, dict) and "question_id" in line.value
+                ]
+        return sets
+
     def read_responses(
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
     ) -> ResponsesFile:
@@ -452,8 +510,6 @@ def _vlmevalkit_prediction(record: SampleRecord) -> str:
 
 
 def _iter_answer_lines(path: Path) -> Iterator[tuple[int, dict[str, Any], str | None]]:
-    from halluscope.jsonio import iter_jsonl
-
     for line in iter_jsonl(path):
         if not line.ok:
             yield line.number, {}, line.error
@@ -472,3 +528,84 @@ def _is_official_answers(path: Path) -> bool:
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return False
     return isinstance(row, dict) and "id" not in row and "question" in row and ("answer" in row or "text" in row)
+
+
+# -- other tools' layouts of POPE ------------------------------------------------------------------------------
+
+#: lmms-eval's one-set POPE tasks and the COCO setting each holds.
+_LMMS_EVAL_TASKS = {"pope_adv": "adversarial", "pope_pop": "popular", "pope_random": "random"}
+_COCO_IMAGE = re.compile(r"COCO_val2014_\d+", re.IGNORECASE)
+
+
+def _settings_of(value: object) -> list[str] | None:
+    parts = [p.strip() for p in str(value or "").split(",") if p.strip()]
+    return parts if parts and all(p in SETTINGS for p in parts) else None
+
+
+def _yes_no(value: object) -> str | None:
+    text = str(value or "").strip().lower()
+    return text if text in ("yes", "no") else None
+
+
+def _sheet_row_problem(row: ExternalRow) -> str | None:
+    fields = row.fields
+    if _settings_of(fields.get("category")) is None:
+        return f"category {fields.get('category')!r} names no POPE setting"
+    if _yes_no(fields.get("answer")) is None:
+        return f"label {fields.get('answer')!r} is neither Yes nor No"
+    if row.answer is None:
+        return "no 'prediction' column value"
+    if fields.get("index") is None:
+        return "no 'index'"
+    return None
+
+
+def _items_from_sheet(rows: Sequence[ExternalRow], kind: str, selected: set[str], benchmark: str) -> ResponsesFile:
+    """The sheet's rows as POPE items (COCO), labelled by its ``answer`` column; one item per listed setting."""
+    result = ResponsesFile(layout=kind)
+    outside = 0
+    for row in rows:
+        problem = _sheet_row_problem(row)
+        if problem is not None:
+            result.problems.append(f"{row.where}: {problem}")
+            continue
+        fields, index = row.fields, row.fields.get("index")
+        settings, label = _settings_of(fields.get("category")) or [], _yes_no(fields.get("answer"))
+        for setting in settings:
+            if setting not in selected:
+                outside += 1
+                continue
+            sample_id = f"coco-{setting}-vlmevalkit{index}"
+            if sample_id in result.responses:
+                result.problems.append(f"{row.where}: a second row with index {index} in {setting}; the first is used")
+                continue
+            result.items.append(
+                Sample(
+                    id=sample_id,
+                    benchmark=benchmark,
+                    prompt=str(fields.get("question") or ""),
+                    reference=label,
+                    metadata={
+                        "source": "coco",
+                        "setting": setting,
+                        "question_id": f"vlmevalkit{index}",
+                        "type": "existence",
+                        "label": label,
+                        "line": row.number,
+                        "image": str(fields.get("image_path") or ""),
+                        "settings_of_row": ",".join(settings),
+                    },
+                )
+            )
+            result.responses[sample_id] = Response(
+                id=sample_id, response=str(row.answer), metadata={"imported_from": kind, "source_row": row.where}
+            )
+    if outside:
+        result.notes["rows_outside_selected_settings"] = outside
+    has_image = any(_COCO_IMAGE.search(str(row.fields.get("image_path") or "")) for row in rows)
+    result.notes["labels"] = (
+        "the responses file's own 'answer' column: its rows name no POPE item"
+        + ("" if has_image else " (no COCO image name in the sheet)")
+        + f"; {len(result.items)} items from {len(rows)} rows, a row counted once per setting it lists"
+    )
+    return result

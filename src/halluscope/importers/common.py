@@ -4,7 +4,7 @@ Why one matcher: each tool names its rows differently (LLaVA's ``question_id`` c
 file, VLMEvalKit packs the official ids into ``index``, lmms-eval may keep only the row's position), but the
 checks a user relies on are the same everywhere. A row is paired with a sample only when
 
-- its fields name exactly one sample (the benchmark's own rule, ``external_id``, else a field ``id`` /
+- its fields name exactly one sample (the benchmark's own rule, its ``external_id`` hook, else a field ``id`` /
   ``sample_id`` / ``question_id`` / ``index`` holding a sample id), and
 - the question the row says was asked, when it carries one, agrees with the sample's question (one contains
   the other once case and spacing are set aside: harnesses add instructions before or after it).
@@ -16,30 +16,18 @@ or paired silently.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from halluscope.responses import ResponsesError, ResponsesFile
+from halluscope.stages import Benchmark, ExternalRow
 from halluscope.types import Response
 
 __all__ = ["ExternalRow", "Matcher", "first_line", "question_agrees"]
 
 _ID_FIELDS = ("id", "sample_id", "question_id", "index")
 _SPACE = re.compile(r"\s+")
-
-
-@dataclass
-class ExternalRow:
-    """One row of another tool's file, as read: where it is, what ids are matched on, the answer."""
-
-    where: str
-    fields: dict[str, Any]
-    answer: str | None
-    problem: str | None = None
-    #: The question the row says was asked (checked against the matched sample's question), if it has one.
-    question: str | None = None
 
 
 def normalise_question(text: str) -> str:
@@ -73,14 +61,12 @@ class Matcher:
     """Collects rows into a :class:`ResponsesFile`, pairing each with one sample or naming its problem."""
 
     def __init__(
-        self, benchmark: object, kind: str, benchmark_ids: set[str] | None, *, hint: str | None = None
+        self, benchmark: Benchmark, kind: str, benchmark_ids: set[str] | None, *, hint: str | None = None
     ) -> None:
         self.benchmark = benchmark
         self.kind = kind
         self.ids = benchmark_ids
         self.hint = hint
-        external = getattr(benchmark, "external_id", None)
-        self._external: Callable[[Mapping[str, Any]], str | None] | None = external
         self._prompts: dict[str, str] | None = None
         self.result = ResponsesFile(layout=kind)
         self.seen: dict[str, str] = {}
@@ -90,16 +76,14 @@ class Matcher:
     def prompts(self) -> dict[str, str]:
         """Each sample's question, by id (read once, on the first row that needs it)."""
         if self._prompts is None:
-            samples = getattr(self.benchmark, "samples", None)
-            self._prompts = {s.id: s.prompt for s in samples()} if samples is not None else {}
+            self._prompts = {s.id: s.prompt for s in self.benchmark.samples()}
         return self._prompts
 
     def match(self, fields: Mapping[str, Any]) -> str | None:
         """The sample id the fields name: the benchmark's own rule first, then a field holding a sample id."""
-        if self._external is not None:
-            found = self._external(fields)
-            if found is not None:
-                return found
+        found = self.benchmark.external_id(fields)
+        if found is not None:
+            return found
         for key in _ID_FIELDS:
             value = fields.get(key)
             if value is None:

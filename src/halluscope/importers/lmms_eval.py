@@ -10,16 +10,12 @@ One JSON object a line, per answered document. What a line holds changed over th
 
 The answer is the first ``filtered_resps`` entry (else the first ``resps`` entry), however deeply listed.
 
-With ``doc``, the row's fields name the item (POPE ``question_id`` + ``category``, HallusionBench's five id
-fields, ...). Without it, ``doc_id`` is the row's position in the dataset split the task read, so it is
-mapped through that split's order, rebuilt from the benchmark's own files:
-
-- ``hallusion_bench_image`` (lmms-lab/HallusionBench, split ``image``): the official ``HallusionBench.json``
-  restricted to the questions that come with a figure (``visual_input`` ≠ 0), in file order;
-- ``pope`` (lmms-lab/POPE, split ``test``, 9,000 rows): POPE's three COCO sets one after another, each in
-  its file's order; ``pope_adv`` / ``pope_pop`` / ``pope_random`` (its ``Full`` config): one set. The order of
-  the three sets in the 9,000 rows is not stated in the task files, so each order of the three is tried and
-  the one under which the lines' ``input`` agrees with the items' questions is used (recorded as ``order``).
+With ``doc``, the row's fields name the item (through the benchmark's ``external_id`` hook, else a field
+holding a sample id). Without it, ``doc_id`` is the row's position in the dataset split the task read, so it
+is mapped through that split's order, which only the benchmark knows: its ``task_orders`` hook gives the
+candidate orders for the file (HallusionBench's figure questions in file order; POPE's COCO sets, whose order
+in lmms-eval's 9,000 rows is not stated), and the one under which most lines' ``input`` agrees with the
+items' questions is used (recorded as ``order``). This module names no benchmark.
 
 Either way a line is accepted only if its question (``doc``'s ``question``, else ``input``) agrees with the
 matched item's question; a line that does not is a named problem, never a silent mispairing.
@@ -27,17 +23,15 @@ matched item's question; a line that does not is a named problem, never a silent
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any
 
 from halluscope.importers.common import ExternalRow, Matcher, question_agrees
-from halluscope.jsonio import iter_jsonl, loads_json
+from halluscope.jsonio import iter_jsonl
 from halluscope.responses import ResponsesFile
+from halluscope.stages import Benchmark, TaskOrder
 
 __all__ = ["is_lmms_eval_row", "lmms_answer", "read_lmms_eval"]
-
-_POPE_TASKS = {"pope_adv": ("adversarial",), "pope_pop": ("popular",), "pope_random": ("random",)}
 
 
 def is_lmms_eval_row(row: object) -> bool:
@@ -55,71 +49,7 @@ def lmms_answer(row: dict[str, Any]) -> str | None:
     return None
 
 
-def _task_of(path: Path, benchmark_name: str) -> str | None:
-    """The lmms-eval task from the file name (``samples_pope_adv.jsonl``, ``..._pope_adv.jsonl``)."""
-    stem = path.stem.lower()
-    if benchmark_name == "hallusionbench":
-        return "hallusion_bench_image"
-    if benchmark_name == "pope":
-        for task in _POPE_TASKS:
-            if task in stem:
-                return task
-        return "pope"
-    return None
-
-
-_HALLUSION_ID_FIELDS = ("category", "subcategory", "set_id", "figure_id", "question_id")
-
-
-def _hallusion_order(benchmark: Any) -> list[tuple[str, list[str]]]:
-    """HallusionBench's sample ids (the five official id fields joined by "-") of the figure questions."""
-    raw = loads_json(Path(benchmark.path).read_text(encoding="utf-8"))
-    ids = [
-        "-".join(str(r[k]) for k in _HALLUSION_ID_FIELDS)
-        for r in raw
-        if isinstance(r, dict) and str(r.get("visual_input", "")) != "0" and all(k in r for k in _HALLUSION_ID_FIELDS)
-    ]
-    return [("HallusionBench.json, questions with a figure (visual_input != 0), in file order", ids)]
-
-
-def _pope_orders(benchmark: Any, task: str) -> list[tuple[str, list[str]]]:
-    """POPE's sample ids (``coco-<setting>-<question_id>``) of the COCO sets, from the files beside the
-    selected ones (POPE's COCO files are JSONL, one question a line)."""
-    files: dict[tuple[str, str], Path] = getattr(benchmark, "files", {})
-    folder = next((Path(p).parent for (src, _), p in files.items() if src == "coco"), None)
-    if folder is None:
-        return []
-    sets: dict[str, list[str]] = {}
-    for setting in ("adversarial", "popular", "random"):
-        path = files.get(("coco", setting)) or folder / f"coco_pope_{setting}.json"
-        if Path(path).is_file():
-            sets[setting] = [
-                f"coco-{setting}-{line.value['question_id']}"
-                for line in iter_jsonl(Path(path))
-                if line.ok and isinstance(line.value, dict) and "question_id" in line.value
-            ]
-    wanted = _POPE_TASKS.get(task)
-    if wanted is not None:
-        return [(f"POPE coco {wanted[0]}, in file order", sets[wanted[0]])] if wanted[0] in sets else []
-    if len(sets) < 3:
-        return []
-    return [
-        (f"POPE coco {', '.join(order)} one after another, each in file order",
-         [i for setting in order for i in sets[setting]])
-        for order in itertools.permutations(("adversarial", "popular", "random"))
-    ]  # fmt: skip
-
-
-def _orders(benchmark: Any, task: str | None) -> list[tuple[str, list[str]]]:
-    name = getattr(benchmark, "name", "")
-    if name == "hallusionbench" and hasattr(benchmark, "path"):
-        return _hallusion_order(benchmark)
-    if name == "pope" and task is not None:
-        return _pope_orders(benchmark, task)
-    return []
-
-
-def read_lmms_eval(path: Path, benchmark: object, *, benchmark_ids: set[str] | None = None) -> ResponsesFile:
+def read_lmms_eval(path: Path, benchmark: Benchmark, *, benchmark_ids: set[str] | None = None) -> ResponsesFile:
     """An lmms-eval samples log of any version (see the module docstring)."""
     path = Path(path)
     matcher = Matcher(benchmark, "lmms-eval", benchmark_ids)
@@ -133,11 +63,11 @@ def read_lmms_eval(path: Path, benchmark: object, *, benchmark_ids: set[str] | N
     docless = [(w, r) for w, r in lines if not isinstance(r.get("doc"), dict)]
     order: list[str] | None = None
     if docless:
-        task = _task_of(path, getattr(benchmark, "name", ""))
-        candidates = _orders(benchmark, task)
+        candidates = benchmark.task_orders(path.name)
         if candidates:
-            order_name, order = _best_order(candidates, docless, matcher)
-            matcher.result.notes["lmms_eval_doc_order"] = {"task": task, "order": order_name}
+            chosen = _best_order(candidates, docless, matcher)
+            order = chosen.ids
+            matcher.result.notes["lmms_eval_doc_order"] = {"task": chosen.task, "order": chosen.name}
     for where, row in lines:
         answer = lmms_answer(row)
         problem = None if answer is not None else "no model output in resps / filtered_resps"
@@ -152,7 +82,7 @@ def read_lmms_eval(path: Path, benchmark: object, *, benchmark_ids: set[str] | N
         if problem is None and order is None:
             problem = (
                 "no 'doc' in the line, and no known dataset order to map its doc_id through for the "
-                f"{getattr(benchmark, 'name', '?')} benchmark"
+                f"{benchmark.name} benchmark"
             )
         elif problem is None and asked is None:
             problem = "no 'doc' and no 'input' text: nothing to check the doc_id against"
@@ -171,8 +101,8 @@ def read_lmms_eval(path: Path, benchmark: object, *, benchmark_ids: set[str] | N
 
 
 def _best_order(
-    candidates: list[tuple[str, list[str]]], lines: list[tuple[str, dict[str, Any]]], matcher: Matcher
-) -> tuple[str, list[str]]:
+    candidates: list[TaskOrder], lines: list[tuple[str, dict[str, Any]]], matcher: Matcher
+) -> TaskOrder:
     """The candidate order under which most doc-less lines' ``input`` agrees with the item's question."""
     if len(candidates) == 1:
         return candidates[0]
@@ -187,4 +117,4 @@ def _best_order(
                 count += item is not None and question_agrees(asked, item)
         return count
 
-    return max(candidates, key=lambda candidate: agreeing(candidate[1]))
+    return max(candidates, key=lambda candidate: agreeing(candidate.ids))
