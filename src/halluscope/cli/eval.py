@@ -127,20 +127,21 @@ def show_result(result: SuiteResult) -> None:
     for run in result.runs:
         where = escape(str(run.run_dir))
         if run.ok:
-            out.print(f"[green]ok[/green]      {escape(run.model)} · {escape(run.benchmark)}  {where}")
+            out.print(f"[green]ok[/green]      {escape(run.model)} · {escape(run.benchmark)}  {where}", soft_wrap=True)
         else:
             out.print(
                 f"[red]{escape(run.status)}[/red]  {escape(run.model)} · {escape(run.benchmark)}: "
-                f"{escape(run.message or '')}"
+                f"{escape(run.message or '')}",
+                soft_wrap=True,
             )
     if result.skipped:
         out.print(f"{len(result.skipped)} file(s) not scored:")
         for skipped in result.skipped:
-            out.print(f"  • {escape(str(skipped.path))}: {escape(skipped.why)}")
+            out.print(f"  • {escape(str(skipped.path))}: {escape(skipped.why)}", soft_wrap=True)
     if result.leaderboard is not None and result.leaderboard.rows:
         show_leaderboard(result.leaderboard)
     for kind, path in result.files.items():
-        out.print(f"leaderboard ({kind}): {escape(str(path))}")
+        out.print(f"leaderboard ({kind}): {escape(str(path))}", soft_wrap=True)
     failed = len(result.failed)
     if failed or not result.runs:
         console(stderr=True).print(
