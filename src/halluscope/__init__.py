@@ -6,6 +6,7 @@ benchmarks, models, extractors and judges. Everything heavy is imported lazily.
 """
 
 from halluscope.api import EvaluationResult, compare, evaluate, load_run, rejudge
+from halluscope.suite import SuiteResult, evaluate_suite
 from halluscope.types import (
     Claim,
     ErrorType,
@@ -26,11 +27,13 @@ __all__ = [
     "Response",
     "Sample",
     "SampleRecord",
+    "SuiteResult",
     "Verdict",
     "VerdictLabel",
     "__version__",
     "compare",
     "evaluate",
+    "evaluate_suite",
     "load_run",
     "rejudge",
 ]

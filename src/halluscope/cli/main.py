@@ -24,6 +24,7 @@ app = typer.Typer(
 #: Command modules, in the order they appear in ``--help``.
 COMMAND_MODULES = [
     "halluscope.cli.run",
+    "halluscope.cli.eval",
     "halluscope.cli.rejudge",
     "halluscope.cli.respond",
     "halluscope.cli.report",
