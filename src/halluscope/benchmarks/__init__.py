@@ -1,9 +1,24 @@
 """Benchmarks, by name. Each module opens with its paper's citation and documents its sample ids."""
 
+from typing import Any
+
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.registry import Registry
 
-BENCHMARKS: Registry[Benchmark] = Registry(
+
+class _BenchmarkRegistry(Registry[Benchmark]):
+    """The benchmarks by name; ``data`` given as another tool's file (a VLMEvalKit TSV, an lmms-lab parquet
+    dataset) is written once in the benchmark's own layout first (:mod:`halluscope.benchmarks.foreign_data`)."""
+
+    def create(self, name: str, **options: Any) -> Benchmark:
+        if options.get("data") is not None:
+            from halluscope.benchmarks.foreign_data import resolve_foreign_options
+
+            options = resolve_foreign_options(name, options)
+        return super().create(name, **options)
+
+
+BENCHMARKS: Registry[Benchmark] = _BenchmarkRegistry(
     "benchmark",
     {
         "tri-he": "halluscope.benchmarks.tri_he:TriHE.from_options",
