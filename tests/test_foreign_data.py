@@ -383,3 +383,20 @@ def test_malformed_files_fail_in_one_line_naming_file_and_row(
     assert not any(p.name.startswith("evil") for p in tmp_path.rglob("*"))
     with pytest.raises(ForeignDataError, match=r"mmhal data cannot be read from a VLMEvalKit TSV"):
         materialise("mmhal", tmp_path / "good.tsv")
+
+
+def test_without_pyarrow_or_pandas_the_error_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setenv("HALLUSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    tsv = _vlmevalkit_pope(tmp_path / "POPE.tsv", {"random": _gqa_rows()["random"][:2]})
+    parquet = tmp_path / "x.parquet"
+    parquet.write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    for data, library in ((tsv, "pandas"), (parquet, "pyarrow")):
+        with pytest.raises(ForeignDataError, match=rf"needs {library}: pip install \"halluscope\[import\]\""):
+            materialise("pope", data)
