@@ -349,9 +349,11 @@ def group_bars_svg(runs: Sequence[ReportRun]) -> str:
         legend = "".join(
             f'<li><span class="swatch" style="background:{r.color}"></span>{esc(r.label)}</li>' for r in members
         )
+        with_intervals = any(r.metrics.get("intervals") or r.metrics.get("group_intervals") for r in members)
+        bars_of = "per group, with their intervals (error bars)" if with_intervals else "(no intervals in metrics.json)"
         figures.append(
             f'<figure class="figure group-figure" data-benchmark="{esc(benchmark)}"><figcaption>'
-            f"{esc(benchmark)}: headline figures per group, with 95 % intervals</figcaption>"
+            f"{esc(benchmark)}: headline figures {bars_of}</figcaption>"
             f'<div class="panels">{"".join(panels)}</div><ul class="legend">{legend}</ul>{note}</figure>'
         )
     return "".join(figures)
