@@ -70,6 +70,7 @@ __all__ = [
     "chair_declarations",
     "chair_table",
     "mention_claims",
+    "mention_spans",
     "read_captions",
     "read_id_file",
 ]
@@ -337,6 +338,44 @@ def coco_val_ids(images: Path) -> list[str]:
     return [str(i) for i in found]
 
 
+def token_offsets(text: str, tokens: Sequence[str]) -> list[tuple[int, int] | None]:
+    """Where each token of ``text`` (as the tokenizer gave it, lower-cased) is in ``text``, in order.
+
+    The tokenizer turns quotes into ``` `` ``` / ``''``: those are looked for as ``"``; a token not found from the
+    end of the previous one (a form the tokenizer rewrote) is None and moves nothing.
+    """
+    lowered = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in text)  # same length as text
+    out: list[tuple[int, int] | None] = []
+    cursor = 0
+    for token in tokens:
+        found = None
+        for form in (token, '"') if token in ("``", "''") else (token,):
+            at = lowered.find(form, cursor)
+            if at >= 0:
+                found = (at, at + len(form))
+                break
+        out.append(found)
+        if found is not None:
+            cursor = found[1]
+    return out
+
+
+def mention_spans(
+    text: str, tokens: Sequence[str], mention_tokens: Sequence[tuple[int, int]]
+) -> list[list[int] | None]:
+    """Character offsets ``[start, end]`` in ``text`` of each COCO mention (a word, or a joined pair such as
+    "dining table" / "seated" read as "seat"), for the report to mark; None where a token cannot be placed."""
+    offsets = token_offsets(text, tokens)
+    spans: list[list[int] | None] = []
+    for first, width in mention_tokens:
+        parts = offsets[first : first + width]
+        if len(parts) == width and all(p is not None for p in parts):
+            spans.append([parts[0][0], parts[-1][1]])  # type: ignore[index]
+        else:
+            spans.append(None)
+    return spans
+
+
 def mention_claims(mentions: Sequence[str], classes: Sequence[str], truth: Sequence[str]) -> list[JudgedClaim]:
     """Each COCO mention as a judged claim ("dog", "names", "dog"): hallucinated when its class is not among
     the image's objects. This is what the report marks; the metrics read the record's own fields."""
@@ -526,7 +565,8 @@ class Chair(Benchmark):
         vocabulary = self.vocabulary
         known = self.truth.objects
         answered = [(s, r) for s, r in pairs if r is not None and s.id in known]
-        forms = self.words().words_many([r.response for _, r in answered])
+        words = self.words()
+        forms = words.words_many([r.response for _, r in answered])
         scored: dict[str, SampleRecord] = {}
         for (sample, response), base_forms in zip(answered, forms, strict=True):
             truth = known[sample.id]
@@ -536,6 +576,8 @@ class Chair(Benchmark):
                 "type": "object",
                 "coco_words": found.mentions,
                 "coco_objects": found.classes,
+                # where each of coco_words is in the response (for the report; no figure reads it)
+                "coco_spans": mention_spans(response.response, words.tokens(response.response), found.tokens),
                 "hallucinated_objects": [list(pair) for pair in verdict.hallucinated],
                 "hallucination_positions": verdict.hallucinated_positions,
                 "truth_objects": sorted(truth),

@@ -127,6 +127,9 @@ class CaptionObjects:
     classes: list[str]
     #: Their positions (chair.py's ``idxs``; see the module docstring for the toilet-seat quirk).
     positions: list[int]
+    #: Where each mention is among the base forms: (first token, number of tokens: 2 for a joined pair),
+    #: without the quirk; what the report marks in the caption. No figure reads it.
+    tokens: list[tuple[int, int]] = field(default_factory=list)
 
 
 def find_objects(base_forms: Sequence[str], vocabulary: ChairVocabulary) -> CaptionObjects:
@@ -134,25 +137,35 @@ def find_objects(base_forms: Sequence[str], vocabulary: ChairVocabulary) -> Capt
     pairs = vocabulary.pairs
     joined: list[str] = []
     starts: list[int] = []
+    widths: list[int] = []
     i = 0
     while i < len(base_forms):
         starts.append(i)
         pair = " ".join(base_forms[i : i + 2])
         if pair in pairs:
             joined.append(pairs[pair])
+            widths.append(2)
             i += 2
         else:
             joined.append(base_forms[i])
+            widths.append(1)
             i += 1
-    kept = [w for w in joined if w != "seat"] if "toilet" in joined and "seat" in joined else joined
+    drop_seat = "toilet" in joined and "seat" in joined
+    kept = [w for w in joined if w != "seat"] if drop_seat else joined
     objects = vocabulary.objects
     positions = [starts[k] for k, word in enumerate(kept) if word in objects]
     mentions = [word for word in kept if word in objects]
+    tokens = [
+        (starts[k], widths[k])
+        for k, word in enumerate(joined)
+        if word in objects and not (drop_seat and word == "seat")
+    ]
     return CaptionObjects(
         words=joined,
         mentions=mentions,
         classes=[vocabulary.word_class[w] for w in mentions],
         positions=positions,
+        tokens=tokens,
     )
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from halluscope.report.claims import CATEGORIES, claim_category, locate_claim
 from halluscope.report.formatting import esc
-from halluscope.report.plots import radar_svg, scatter_svg
+from halluscope.report.plots import group_bars_svg, radar_svg, scatter_svg
 from halluscope.report.rundir import ReportError, label_runs, load_run
 from halluscope.report.samples import Thumbnails, collect_samples
 from halluscope.report.summary import summary_html
@@ -119,7 +119,7 @@ def write_html_report(
     report_title = title or (
         f"halluscope report — {runs[0].label}" if len(runs) == 1 else f"halluscope report — {len(runs)} runs"
     )
-    plots = radar_svg(runs) + scatter_svg(runs)
+    plots = radar_svg(runs) + scatter_svg(runs) + group_bars_svg(runs)
     document = _fill(
         _asset("report.html"),
         {

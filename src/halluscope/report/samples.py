@@ -22,6 +22,7 @@ from typing import Any
 
 from halluscope.report.claims import claim_category, locate_claim
 from halluscope.report.rundir import ReportRun, as_float, component_name
+from halluscope.report.views import sample_view
 
 
 def collect_samples(
@@ -295,6 +296,9 @@ def _sample_payload(
     )
     prediction = extra.pop("prediction", metadata.get("prediction"))
     correct = extra.pop("correct", metadata.get("correct"))
+    view = sample_view(record, shown_text)
+    if not isinstance(correct, bool) and view is not None and isinstance(view.get("ok"), bool):
+        correct = view["ok"]  # HallusionBench's correctness (0/1)
     return {
         "r": run_index,
         "id": str(record.get("id")),
@@ -309,6 +313,7 @@ def _sample_payload(
         "sg": scene_key,
         "iid": record.get("image_id") or getattr(sample, "image_id", None),
         "c": claims,
+        "v": view,
         "meta": {key: _shown_value(value) for key, value in {**metadata, **extra}.items()},
     }
 

@@ -55,7 +55,7 @@
     ["attribute", "with an attribute hallucination", function (s) { return s._n.attribute > 0; }],
     ["unjudged", "with an unjudged claim", function (s) { return s._n.unjudged > 0; }],
     ["clean", "every claim supported", function (s) { return s.c.length > 0 && s._n.supported === s.c.length; }],
-    ["noclaims", "no claims", function (s) { return s.c.length === 0 && !s.f; }],
+    ["noclaims", "no claims", function (s) { return s.c.length === 0 && !s.f && !s.v; }],
     ["incorrect", "answer marked incorrect", function (s) { return s.ok === false; }],
     ["failed", "failed", function (s) { return !!s.f; }]
   ];
@@ -159,6 +159,7 @@
   }
 
   function countChips(s) {
+    if (s.v) return viewChips(s);
     var box = el("span", { className: "counts" });
     SEVERITY.forEach(function (c) {
       if (s._n[c]) box.appendChild(el("span", { className: "chip v-" + c, title: TITLES[c], "data-cat": c }, MARKS[c] + " " + s._n[c]));
@@ -166,6 +167,159 @@
     if (!s.c.length && !s.f) box.appendChild(el("span", { className: "chip", text: "no claims" }));
     if (s.ok === true) box.appendChild(el("span", { className: "chip good", text: "correct" }));
     if (s.ok === false) box.appendChild(el("span", { className: "chip bad", text: "incorrect" }));
+    return box;
+  }
+
+  // -- benchmark views: captions (CHAIR, AMBER), yes/no items, judged answers -----------------------------
+  function okChip(ok, unanswered) {
+    if (ok === true) return el("span", { className: "chip good", text: "✔ correct" });
+    if (ok === false) return el("span", { className: "chip bad", text: "✘ incorrect" });
+    return unanswered ? el("span", { className: "chip v-unjudged", text: "? unanswered" }) : null;
+  }
+
+  function viewChips(s) {
+    var box = el("span", { className: "counts" }), v = s.v;
+    if (v.k === "caption") {
+      var bad = v.marks.filter(function (m) { return m.h; }).length;
+      if (bad) box.appendChild(el("span", { className: "chip v-object", title: "object words the image lacks", text: "✘ " + bad + " hallucinated" }));
+      box.appendChild(el("span", { className: "chip v-supported", title: "object words in the image's ground truth", text: "✔ " + (v.marks.length - bad) + " in the image" }));
+    } else if (v.k === "yesno") {
+      add(box, okChip(v.ok, v.read.v === null));
+    } else if (v.k === "answer") {
+      if (v.bad === true) box.appendChild(el("span", { className: "chip v-hallucinated", text: "✘ hallucinated" }));
+      if (v.bad === false) box.appendChild(el("span", { className: "chip v-supported", text: "✔ not hallucinated" }));
+      if (v.bad === null && s.ok === null) {
+        var rating = v.fields.filter(function (f) { return f[0] === "rating" || f[0] === "verdict"; })[0];
+        if (rating) box.appendChild(el("span", { className: "chip", text: rating[0] + " " + rating[1] }));
+      }
+    }
+    if (s.f) box.appendChild(el("span", { className: "chip v-unjudged", text: "failed" }));
+    return box;
+  }
+
+  function markTitle(v, m) {
+    var what = v.b === "chair" ? "“" + m.w + "” read as " + m.o : m.w;
+    return what + (m.h ? " — not among the image's objects (hallucinated)" : " — in the image's ground truth");
+  }
+
+  // The caption with every object word the benchmark read marked: red ✘ hallucinated, green ✔ in the image.
+  function renderCaption(s) {
+    var box = el("div", { className: "response caption" });
+    if (s.a === null || s.a === undefined) { box.appendChild(el("span", { className: "muted", text: "(no response)" })); return box; }
+    var text = s.a, at = 0, v = s.v;
+    var placed = v.marks.map(function (m, i) { return [m, i]; }).filter(function (p) { return p[0].sp && p[0].sp[1] <= text.length; })
+      .sort(function (a, b) { return a[0].sp[0] - b[0].sp[0]; });
+    placed.forEach(function (p) {
+      var m = p[0];
+      if (m.sp[0] < at) return; // overlapping marks: the first one stands
+      if (m.sp[0] > at) box.appendChild(document.createTextNode(text.slice(at, m.sp[0])));
+      box.appendChild(el("mark", {
+        className: "word " + (m.h ? "v-object" : "v-supported"), "data-word": m.w, "data-object": m.o,
+        "data-hallucinated": m.h ? "1" : "0", "data-index": String(p[1]), title: markTitle(v, m)
+      }, text.slice(m.sp[0], m.sp[1])));
+      at = m.sp[1];
+    });
+    if (at < text.length) box.appendChild(document.createTextNode(text.slice(at)));
+    return box;
+  }
+
+  function readingText(r) {
+    if (r.v === null) return "unanswered" + (r.how ? " (" + r.how + ")" : "");
+    return r.v + (r.how ? " (" + r.how + ")" : "");
+  }
+
+  function optionText(v, letter) {
+    var found = (v.options || []).filter(function (o) { return o[0] === letter; })[0];
+    return found ? letter + ". " + found[1] : letter;
+  }
+
+  // Question, answer, reading, label, correct: the line a POPE / AMBER / HallusionBench / Reefknot user reads.
+  function yesNoLine(s) {
+    var v = s.v, line = el("div", { className: "yesno-line" });
+    line.appendChild(el("span", { className: "muted", text: "read as " }));
+    line.appendChild(el("b", { className: "reading", text: v.read.v === null ? readingText(v.read) : optionText(v, v.read.v) + (v.read.how ? " (" + v.read.how + ")" : "") }));
+    line.appendChild(el("span", { className: "muted", text: " · true label " }));
+    line.appendChild(el("b", { className: "label", "data-label": v.label, text: v.label === null ? "—" : optionText(v, v.label) }));
+    return line;
+  }
+
+  function rows(pairs, className) {
+    var dl = el("dl", { className: className });
+    pairs.forEach(function (p) {
+      dl.appendChild(el("dt", { text: p[0] }));
+      dl.appendChild(el("dd", { text: typeof p[1] === "string" ? p[1] : JSON.stringify(p[1]) }));
+    });
+    return dl;
+  }
+
+  function captionSection(s) {
+    var v = s.v, box = el("div", { className: "view-caption" });
+    var title = v.b === "chair" ? "COCO object words (" + v.marks.length + ")" : "Object nouns (" + v.marks.length + ")";
+    box.appendChild(el("h3", { text: title }));
+    var list = el("ol", { className: "words" });
+    v.marks.forEach(function (m, i) {
+      var li = el("li", { className: "word-item " + (m.h ? "v-object" : "v-supported"), "data-word": m.w, "data-hallucinated": m.h ? "1" : "0", "data-index": String(i) },
+        el("span", { className: "mark chip " + (m.h ? "v-object" : "v-supported"), text: m.h ? "✘ hallucinated" : "✔ in the image" }),
+        " " + (v.b === "chair" && m.o !== m.w ? m.w + " → " + m.o : m.w));
+      if (!m.sp) li.appendChild(el("span", { className: "detail", text: " · not located in the caption" }));
+      list.appendChild(li);
+    });
+    if (!v.marks.length) list.appendChild(el("li", { className: "muted", text: v.b === "chair" ? "no COCO object word" : "no object noun" }));
+    box.appendChild(list);
+    box.appendChild(el("h3", { text: v.b === "chair" ? "What chair.py prints for this caption" : "AMBER's reading" }));
+    var printed = v.printed.slice();
+    if (v.words !== null && v.words !== undefined) printed.push(["words (Len)", String(v.words)]);
+    box.appendChild(rows(printed, "printed"));
+    return box;
+  }
+
+  function truthSection(s) {
+    var v = s.v, box = el("div", { className: "scene truth" });
+    box.appendChild(el("h3", { text: v.b === "chair" ? "Ground-truth objects (COCO)" : "Ground-truth objects (AMBER)" }));
+    var list = el("ul", { className: "truth-objects" });
+    v.truth.forEach(function (o) {
+      var named = v.recalled.indexOf(o) >= 0;
+      list.appendChild(el("li", { className: named ? "named" : "", "data-object": o, text: o + (named ? " ✔ named in the caption" : "") }));
+    });
+    if (!v.truth.length) list.appendChild(el("li", { className: "muted", text: "none" }));
+    box.appendChild(list);
+    return box;
+  }
+
+  function yesNoSection(s) {
+    var v = s.v, box = el("div", { className: "view-yesno" });
+    box.appendChild(el("h3", { text: "Reading" }));
+    var pairs = [["answer", s.a === null ? "(no response)" : s.a], ["read as", v.read.v === null ? readingText(v.read) : optionText(v, v.read.v) + (v.read.how ? " (" + v.read.how + ")" : "")],
+      ["true label", v.label === null ? "—" : optionText(v, v.label)], ["correct", v.ok === true ? "yes" : v.ok === false ? "no" : "not scored (unanswered)"]];
+    if (v.mode) pairs.push(["reading mode", v.mode]);
+    v.others.forEach(function (o) { pairs.push([o.rule + " reading", readingText(o)]); });
+    box.appendChild(rows(pairs, "yesno-table"));
+    if (v.options && v.options.length) {
+      var ol = el("ul", { className: "options" });
+      v.options.forEach(function (o) { ol.appendChild(el("li", { className: o[0] === v.label ? "is-label" : "", text: o[0] + ". " + o[1] + (o[0] === v.label ? "  ← label" : "") })); });
+      box.appendChild(el("h3", { text: "Options" }));
+      box.appendChild(ol);
+    }
+    return box;
+  }
+
+  function answerSection(s) {
+    var v = s.v, box = el("div", { className: "view-answer" });
+    box.appendChild(el("h3", { text: "Judgement" }));
+    if (v.fields.length) box.appendChild(rows(v.fields, "judgement"));
+    if (v.why) { box.appendChild(el("h3", { text: "The judge's reasoning" })); box.appendChild(el("div", { className: "box explanation", text: v.why })); }
+    if (v.ev.length) {
+      var ev = el("ul", { className: "evidence" });
+      v.ev.forEach(function (e) { ev.appendChild(el("li", { text: e })); });
+      box.appendChild(el("h3", { text: "Evidence" }));
+      box.appendChild(ev);
+    }
+    if (v.tuples.length) {
+      box.appendChild(el("h3", { text: "Tuples and their best match" }));
+      var table = el("table", { className: "tuples" }, el("tr", null, el("th", { text: "from" }), el("th", { text: "tuple" }), el("th", { text: "best match" }), el("th", { text: "score" })));
+      v.tuples.forEach(function (t) { table.appendChild(el("tr", null, el("td", { text: t[0] }), el("td", { text: t[1] }), el("td", { text: t[2] }), el("td", { text: t[3] }))); });
+      box.appendChild(table);
+    }
     return box;
   }
 
@@ -202,8 +356,9 @@
       el("a", { className: "open", href: sampleHref(s), text: s.id }), runTag(s), countChips(s)));
     body.appendChild(el("div", { className: "question", text: s.q }));
     if (s.f) body.appendChild(el("div", { className: "failure", text: "failed: " + s.f }));
-    body.appendChild(renderResponse(s));
-    add(body, answerLine(s));
+    body.appendChild(s.v && s.v.k === "caption" ? renderCaption(s) : renderResponse(s));
+    if (s.v && s.v.k === "yesno") body.appendChild(yesNoLine(s));
+    else if (!s.v) add(body, answerLine(s));
     li.appendChild(body);
     return li;
   }
@@ -333,25 +488,32 @@
     var left = el("div", { className: "left" });
     if (s.img && IMAGES[s.img]) left.appendChild(el("img", { className: "photo", src: IMAGES[s.img], alt: "image " + (s.iid || s.id) }));
     else left.appendChild(el("div", { className: "no-image", text: "image not embedded" }));
-    left.appendChild(sceneSection(s));
+    if (s.v && s.v.k === "caption") left.appendChild(truthSection(s));
+    else if (!s.v || s.sg) left.appendChild(sceneSection(s)); // benchmarks without scene graphs say nothing of one
     var right = el("div", { className: "right" });
     right.appendChild(el("h3", { text: "Question" }));
     right.appendChild(el("div", { className: "question box", text: s.q }));
-    if (s.ref) {
-      right.appendChild(el("h3", { text: "Ground-truth answer" }));
+    var refIsLabel = s.v && s.v.k === "yesno" && s.ref && s.v.label !== null && s.ref.trim().toLowerCase() === s.v.label.toLowerCase();
+    if (s.ref && !refIsLabel) { // a yes/no item's label is shown with its reading
+      right.appendChild(el("h3", { text: s.v && s.v.k === "yesno" ? "Reference" : "Ground-truth answer" }));
       right.appendChild(el("div", { className: "reference box", text: s.ref }));
     }
     right.appendChild(el("h3", null, "Response ", countChips(s)));
     if (s.f) right.appendChild(el("div", { className: "failure", text: "failed: " + s.f }));
-    var response = renderResponse(s);
+    var response = s.v && s.v.k === "caption" ? renderCaption(s) : renderResponse(s);
     response.className += " box";
     right.appendChild(response);
-    add(right, answerLine(s));
-    right.appendChild(el("h3", { text: "Claims (" + s.c.length + ")" + (s.src ? " · " + s.src : "") }));
-    var list = el("ol", { className: "claims" });
-    s.c.forEach(function (c, i) { list.appendChild(claimItem(s, c, i)); });
-    if (!s.c.length) list.appendChild(el("li", { className: "muted", text: "no claims" }));
-    right.appendChild(list);
+    if (s.v && s.v.k === "caption") right.appendChild(captionSection(s));
+    else if (s.v && s.v.k === "yesno") right.appendChild(yesNoSection(s));
+    else if (s.v && s.v.k === "answer") right.appendChild(answerSection(s));
+    if (!s.v) {
+      add(right, answerLine(s));
+      right.appendChild(el("h3", { text: "Claims (" + s.c.length + ")" + (s.src ? " · " + s.src : "") }));
+      var list = el("ol", { className: "claims" });
+      s.c.forEach(function (c, i) { list.appendChild(claimItem(s, c, i)); });
+      if (!s.c.length) list.appendChild(el("li", { className: "muted", text: "no claims" }));
+      right.appendChild(list);
+    }
     add(right, metaList(s.meta));
     page.appendChild(el("div", { className: "sample-grid" }, left, right));
     window.scrollTo(0, 0);
