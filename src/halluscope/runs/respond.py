@@ -43,6 +43,7 @@ from halluscope.runs.differences import comparable_identity, describe_difference
 from halluscope.runs.images import MissingImagesError, check_images
 from halluscope.runs.lock import holding_run_dir
 from halluscope.runs.progress import ProgressSink, make_progress
+from halluscope.runs.selection import Selection, every_sample
 from halluscope.stages import Benchmark
 from halluscope.types import Claim, Response, Sample
 
@@ -289,8 +290,10 @@ async def collect_responses(
     max_tokens: int | None = None,
     model_name: str | None = None,
     progress: ProgressSink | None = None,
+    selection: Selection | None = None,
 ) -> dict[str, Response]:
-    """Ask ``model`` every sample of ``benchmark``; stream answers to ``out_dir``.
+    """Ask ``model`` the samples of ``selection`` (every sample of ``benchmark`` when None); stream answers to
+    ``out_dir``.
 
     To ask only some, pass the selection the run scores (``runs.selection.first_samples(benchmark, n)``), so
     the questions asked and the samples scored are the same ones. ``max_tokens`` overrides the one of
@@ -302,14 +305,15 @@ async def collect_responses(
     settings = generation or Generation()
     if max_tokens is not None:
         settings = replace(settings, max_tokens=max_tokens)
-    samples = list(benchmark.samples())
+    selection = selection if selection is not None else every_sample(benchmark)
+    samples = list(selection.samples())
     ids = [s.id for s in samples]
     label = model_name or model_label(model)
     meta: dict[str, Any] = {
         "model": model.identity(),
         "model_name": label,
         "benchmark_name": benchmark.name,
-        "benchmark": benchmark.spec(),
+        "benchmark": selection.spec(benchmark),
         "generation": asdict(settings),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }

@@ -51,6 +51,7 @@ from halluscope.runs.images import name_refused_images
 from halluscope.runs.interrupt import run_async
 from halluscope.runs.lock import run_dir_lock, run_dir_writes
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
+from halluscope.runs.selection import Selection, every_sample
 from halluscope.runs.store import (
     METRICS_FILE,
     SAMPLES_FILE,
@@ -172,11 +173,11 @@ IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model", "responses")
 
 
 def build_spec(
-    benchmark: Benchmark, ctx: ScoringContext, spec_extra: Mapping[str, Any] | None
+    benchmark: Benchmark, selection: Selection, ctx: ScoringContext, spec_extra: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "halluscope_version": __version__,
-        "benchmark": benchmark.spec(),
+        "benchmark": selection.spec(benchmark),
         "extractor": ctx.extractor.identity() if ctx.extractor else None,
         "judge": ctx.judge.identity() if ctx.judge else None,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -269,8 +270,10 @@ async def run_benchmark_async(
     settings: RunSettings | None = None,
     progress: ProgressSink | None = None,
     model_failures: Mapping[str, str] | None = None,
+    selection: Selection | None = None,
 ) -> MetricsReport:
-    """Score every sample of ``benchmark`` into ``out_dir``; see the module docstring for resuming.
+    """Score the samples of ``selection`` (every sample of ``benchmark`` when None) into ``out_dir``; see the
+    module docstring for resuming.
 
     Each headline metric the benchmark declares gets its confidence interval (at ``settings.interval_level``)
     in ``metrics.json`` (``intervals``), computed from the declarations, never per benchmark.
@@ -282,8 +285,9 @@ async def run_benchmark_async(
     """
     settings = settings or RunSettings()
     out_dir = Path(out_dir)
+    selection = selection if selection is not None else every_sample(benchmark)
     with run_dir_lock(out_dir), run_dir_writes(out_dir):
-        spec = build_spec(benchmark, ctx, spec_extra)
+        spec = build_spec(benchmark, selection, ctx, spec_extra)
         if settings.overwrite:
             for name in RUN_FILES:
                 (out_dir / name).unlink(missing_ok=True)
@@ -291,7 +295,7 @@ async def run_benchmark_async(
             check_run_dir(out_dir, spec)
             spec["created"] = read_spec(out_dir).get("created", spec["created"])
         write_json_atomic(out_dir / SPEC_FILE, spec)
-        samples = list(benchmark.samples())
+        samples = list(selection.samples())
         wanted = {s.id for s in samples}
         scan = scan_records(out_dir)
         kept = [r for r in scan.records if r.id in wanted and _is_done(r, responses)]
@@ -430,6 +434,7 @@ def run_benchmark(
     settings: RunSettings | None = None,
     show_progress: bool = True,
     model_failures: Mapping[str, str] | None = None,
+    selection: Selection | None = None,
 ) -> MetricsReport:
     """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked.
 
@@ -440,7 +445,7 @@ def run_benchmark(
         return run_async(
             run_benchmark_async(
                 benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, progress=progress,
-                model_failures=model_failures,
+                model_failures=model_failures, selection=selection,
             )
         )
     finally:
