@@ -416,8 +416,7 @@ def test_an_out_holding_another_models_run_is_refused_before_asking(tmp_path: Pa
 
 
 def test_the_same_model_with_other_settings_is_named_by_the_setting(tmp_path: Path) -> None:
-    from halluscope.runs.runner import check_run_dir
-    from halluscope.runs.store import RunDirError
+    from halluscope.runs.store import RunDirError, check_run_dir
 
     out = tmp_path / "run"
     out.mkdir()

@@ -168,10 +168,11 @@ def execute(
 @contextlib.contextmanager
 def _holding_out(config: RunConfig) -> Iterator[None]:
     """The run folder's lock for the block; a busy or unwritable folder as an :class:`EvaluationError`."""
-    from halluscope.runs.lock import RunDirBusyError, RunDirWriteError, run_dir_lock, run_dir_writes
+    from halluscope.runs.lock import RunDirBusyError, RunDirWriteError
+    from halluscope.runs.store import holding_run_dir
 
     try:
-        with run_dir_lock(config.out), run_dir_writes(config.out):
+        with holding_run_dir(config.out):
             yield
     except (RunDirBusyError, RunDirWriteError) as error:
         raise _run_dir_error(config, error) from error
@@ -280,7 +281,7 @@ def _open_cache(config: RunConfig, hooks: RunHooks) -> Cache:
 
 def _check_out(config: RunConfig, fields: Mapping[str, Any]) -> None:
     """Refuse, before any answer is collected or written, an ``out`` that holds another run."""
-    from halluscope.runs.runner import check_run_dir
+    from halluscope.runs.store import check_run_dir
 
     if not config.overwrite:
         check_run_dir(config.out, fields, tuple(fields))
@@ -341,7 +342,7 @@ def _ask_model(config: RunConfig, bench: Benchmark, chosen: Selection, store: Ca
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.interrupt import run_async
     from halluscope.runs.respond import RespondError, collect_responses, read_respond_errors
-    from halluscope.runs.runner import discard_run
+    from halluscope.runs.store import discard_run
 
     if config.overwrite:
         discard_run(config.out)  # the answers of the run being replaced go too (the cache still has them)

@@ -41,17 +41,14 @@ from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Mo
 from halluscope.redact import mask_data
 from halluscope.runs.differences import comparable_identity, describe_difference
 from halluscope.runs.images import MissingImagesError, check_images
-from halluscope.runs.lock import holding_run_dir
 from halluscope.runs.progress import ProgressSink, make_progress
 from halluscope.runs.selection import Selection, every_sample
+from halluscope.runs.store import RESPOND_ERRORS_FILE, RESPOND_META_FILE, RESPONSES_FILE, run_dir_writer
 from halluscope.stages import Benchmark
 from halluscope.types import Claim, Response, Sample
 
 log = logging.getLogger(__name__)
 
-RESPONSES_FILE = "responses.jsonl"
-RESPOND_META_FILE = "respond.json"
-RESPOND_ERRORS_FILE = "respond-errors.jsonl"
 #: How ``respond-errors.jsonl`` marks a sample never asked for want of its image (``missing_images=fail``).
 MISSING_IMAGE = "MissingImage"
 #: Default answer length; long enough for Tri-HE's open questions, short enough to keep runs cheap.
@@ -278,7 +275,7 @@ class _Asking:
     fatal: list[BaseException] = field(default_factory=list)
 
 
-@holding_run_dir(RespondError)  # one writer per folder: two would each append every answer
+@run_dir_writer(RespondError)  # one writer per folder: two would each append every answer
 async def collect_responses(
     benchmark: Benchmark,
     model: Model,
