@@ -53,7 +53,8 @@ def endpoint(base_url: str | None, model: str | None) -> Iterator[tuple[str, str
 
 async def collect(args: argparse.Namespace, base_url: str, model_name: str) -> dict[str, dict[str, Any]]:
     """Phase 1: both baselines answer (resumable and cached; nothing is asked twice)."""
-    bench = first_samples(BENCHMARKS.create("tri-he", data=args.data), args.questions)
+    bench = BENCHMARKS.create("tri-he", data=args.data)
+    chosen = first_samples(bench, args.questions)
     cache = Cache(args.cache or args.out / "cache.sqlite")
     collected: dict[str, dict[str, Any]] = {}
     for baseline in BASELINES:
@@ -65,7 +66,7 @@ async def collect(args: argparse.Namespace, base_url: str, model_name: str) -> d
             args.out / baseline,
             concurrency=args.concurrency,
             max_tokens=args.max_tokens,
-            show_progress=False,
+            show_progress=False, selection=chosen,
         )
         collected[baseline] = {
             "answers": answers,
@@ -78,7 +79,8 @@ async def collect(args: argparse.Namespace, base_url: str, model_name: str) -> d
 
 async def judge(args: argparse.Namespace, collected: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Phase 2: the offline pipeline scores each baseline's answers into its run directory."""
-    bench = first_samples(BENCHMARKS.create("tri-he", data=args.data), args.questions)
+    bench = BENCHMARKS.create("tri-he", data=args.data)
+    chosen = first_samples(bench, args.questions)
     cache = Cache(args.cache or args.out / "cache.sqlite")
     ctx = ScoringContext(
         cache=cache,
@@ -90,7 +92,7 @@ async def judge(args: argparse.Namespace, collected: dict[str, dict[str, Any]]) 
         answers = got["answers"]
         start = time.perf_counter()
         report = await run_benchmark_async(
-            bench, answers, ctx, args.out / baseline, spec_extra={"model": got["identity"]}
+            bench, answers, ctx, args.out / baseline, spec_extra={"model": got["identity"]}, selection=chosen
         )
         words = [len(r.response.split()) for r in answers.values()]
         rows.append(

@@ -43,11 +43,12 @@ def main() -> None:
         asyncio.run(build_parallel("reefknot", args.data, root / "parallel-data", tasks=["yesno"]))
         for label, data, who in (("original", args.data, frozenset()), ("honest", root / "parallel-data", frozenset()),
                                  ("blind", root / "parallel-data", blind)):
-            bench = first_samples(Reefknot(data, tasks=["yesno"]), args.items)
+            bench = Reefknot(data, tasks=["yesno"])
+            chosen = first_samples(bench, args.items)
             # The parallel form keeps the line numbers, hence the ids: another sampling seed keeps its answers
             # independent of the original's (else the two would share their noise).
             seed = 1 if label == "original" else 2
-            asyncio.run(run_population(bench, rates, seed, root / label, ctx, negation_blind=who))
+            asyncio.run(run_population(bench, rates, seed, root / label, ctx, negation_blind=who, selection=chosen))
         for label in ("honest", "blind"):
             report = assess([str(root / "original")], "halr_yesno", parallel=[str(root / label)])
             c = report.correlations[0].correlation

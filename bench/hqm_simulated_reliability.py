@@ -57,7 +57,8 @@ def main() -> int:
     print(f"{'N':>5} {'measured r':>11} {'predicted':>10} {'diff':>7} {'s.e.':>6} {'CI holds':>9} "
           f"{'mean CI width':>14}")
     for n_items in [int(x) for x in args.items.split(",")]:
-        bench = first_samples(Reefknot(args.data, tasks=["yesno"]), n_items)
+        bench = Reefknot(args.data, tasks=["yesno"])
+        chosen = first_samples(bench, n_items)
         measured, predicted, covered, widths = [], [], 0, []
         started = time.perf_counter()
         for replicate in range(args.replicates):
@@ -65,7 +66,8 @@ def main() -> int:
             rates = {f"sim-{i:03d}": rng.uniform(args.low, args.high) for i in range(args.models)}
             with tempfile.TemporaryDirectory() as tmp:
                 for seed in (1, 2):
-                    asyncio.run(run_population(bench, rates, 100 * replicate + seed, Path(tmp) / f"seed{seed}", ctx))
+                    asyncio.run(run_population(bench, rates, 100 * replicate + seed, Path(tmp) / f"seed{seed}", ctx,
+                                               selection=chosen))
                 report = assess([str(Path(tmp) / "seed1")], "halr_yesno", retest=[str(Path(tmp) / "seed2")],
                                 resamples=args.resamples, seed=replicate)
             correlation = report.correlations[0].correlation

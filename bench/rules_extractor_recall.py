@@ -38,8 +38,9 @@ def main() -> None:
     parser.add_argument("--judges", default="typed,similarity")
     args = parser.parse_args()
 
-    bench = first_samples(TriHE(args.data), args.limit)
-    answers = [s.reference or "" for s in bench.samples()]
+    bench = TriHE(args.data)
+    chosen = first_samples(bench, args.limit)
+    answers = [s.reference or "" for s in chosen.samples()]
     extractor = EXTRACTORS.create("rules")
     assert isinstance(extractor, RulesExtractor)
     start = time.perf_counter()
@@ -63,8 +64,8 @@ def main() -> None:
                 judge=JUDGES.create(judge, cache=cache),
             )
             for label, mismatched in (("reference", False), ("mismatched", True)):
-                responses = {r.id: r for r in ground_truth_responses(bench, mismatched=mismatched)}
-                report = run_benchmark(bench, responses, ctx, Path(tmp) / label, show_progress=False)
+                responses = {r.id: r for r in ground_truth_responses(chosen, mismatched=mismatched)}
+                report = run_benchmark(bench, responses, ctx, Path(tmp) / label, show_progress=False, selection=chosen)
                 m, c = report.metrics, report.counts
                 print(
                     f"{judge:<12}{label:<14}{m['hallu_q']:>9.2f}{m['hallu_i']:>9.2f}{c['claims']:>8}"

@@ -35,7 +35,8 @@ def main() -> None:
     parser.add_argument("--judge", default="similarity")
     args = parser.parse_args()
 
-    bench = first_samples(TriHE(args.data), args.limit)
+    bench = TriHE(args.data)
+    chosen = first_samples(bench, args.limit)
     with tempfile.TemporaryDirectory() as tmp:
         cache = Cache(Path(tmp) / "cache.sqlite")
         ctx = ScoringContext(
@@ -45,18 +46,18 @@ def main() -> None:
         )
         rows = []
         for label, mismatched in (("ground-truth answers", False), ("mismatched answers", True)):
-            answers = {r.id: r for r in ground_truth_responses(bench, mismatched=mismatched)}
+            answers = {r.id: r for r in ground_truth_responses(chosen, mismatched=mismatched)}
             out = Path(tmp) / label.replace(" ", "-")
             start = time.perf_counter()
-            report = run_benchmark(bench, answers, ctx, out, show_progress=False)
+            report = run_benchmark(bench, answers, ctx, out, show_progress=False, selection=chosen)
             first = time.perf_counter() - start
             start = time.perf_counter()
-            again = run_benchmark(bench, answers, ctx, out, show_progress=False)
+            again = run_benchmark(bench, answers, ctx, out, show_progress=False, selection=chosen)
             rerun = time.perf_counter() - start
             assert again.metrics == report.metrics
             rows.append((label, report, first, rerun))
 
-    print(f"Tri-HE, {len(list(bench.samples()))} questions, extractor={args.extractor}, judge={args.judge}")
+    print(f"Tri-HE, {len(list(chosen.samples()))} questions, extractor={args.extractor}, judge={args.judge}")
     print(
         f"{'responses':<22}{'Hallu-Q':>9}{'Hallu-I':>9}{'claims':>8}{'0-claim':>9}{'first s':>9}{'rerun s':>9}"
     )

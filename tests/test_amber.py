@@ -142,8 +142,8 @@ def test_generative_rules_equal_the_official_loop_on_every_item(data: Path) -> N
 
 
 def test_descriptions_are_scored_end_to_end_with_real_nouns(tmp_path: Path) -> None:
-    bench = first_samples(Amber(AMBER_DIR, types=["generative"], word_similarity="exact"), 2)
-    first, second = list(bench.samples())
+    bench = Amber(AMBER_DIR, types=["generative"], word_similarity="exact")
+    first, second = first_samples(bench, 2).samples()
     truth = first.metadata["truth"]
     text = f"A photo of a {truth[0]} and some {truth[1]}s, with a dog."
     records = asyncio.run(bench.score_many(

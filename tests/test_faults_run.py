@@ -36,8 +36,9 @@ N = 3
 
 
 def answers_file(tmp_path: Path, n: int = N) -> Path:
-    bench = first_samples(TriHE(tri_he_layout()), n)
-    return write_responses(tmp_path / "answers.jsonl", ground_truth_responses(bench, with_claims=True))
+    bench = TriHE(tri_he_layout())
+    chosen = first_samples(bench, n)
+    return write_responses(tmp_path / "answers.jsonl", ground_truth_responses(chosen, with_claims=True))
 
 
 def claims_of(answers: Path) -> dict[str, int]:
@@ -167,9 +168,12 @@ def test_two_threads_of_one_process_on_one_out_are_refused_too(tmp_path: Path) -
 
 
 def test_a_tri_he_run_that_scored_no_sample_fails_naming_the_failures(tmp_path: Path) -> None:
-    bench = first_samples(TriHE(tri_he_layout()), N)
+    bench = TriHE(tri_he_layout())
+    chosen = first_samples(bench, N)
     with pytest.raises(NothingMeasuredError) as caught:
-        run_benchmark(bench, {}, ScoringContext(cache=Cache(None)), tmp_path / "run", show_progress=False)
+        run_benchmark(
+            bench, {}, ScoringContext(cache=Cache(None)), tmp_path / "run", show_progress=False, selection=chosen
+        )
     message = str(caught.value)
     assert f"nothing was measured: none of the {N} samples was scored ({N} failed in their inputs)" in message
     assert "no answer for this sample" in message  # the last error
@@ -182,9 +186,12 @@ def test_a_pope_run_whose_answers_all_failed_fails(tmp_path: Path) -> None:
     from halluscope.benchmarks.pope import Pope
     from tests.paths import POPE_EXCERPT
 
-    bench = first_samples(Pope(POPE_EXCERPT, sources=["coco"], settings=["random"]), 4)
+    bench = Pope(POPE_EXCERPT, sources=["coco"], settings=["random"])
+    chosen = first_samples(bench, 4)
     with pytest.raises(NothingMeasuredError, match=r"none of the 4 samples was scored \(4 failed in their inputs"):
-        run_benchmark(bench, {}, ScoringContext(cache=Cache(None)), tmp_path / "run", show_progress=False)
+        run_benchmark(
+            bench, {}, ScoringContext(cache=Cache(None)), tmp_path / "run", show_progress=False, selection=chosen
+        )
 
 
 def test_the_command_exits_1_when_nothing_was_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -91,8 +91,8 @@ def test_result_sample_is_read_and_scored(tmp_path: Path, data: Path, answered: 
 
 
 def test_parser_codes_refusals_as_unclear() -> None:
-    bench = first_samples(HallusionBench(HB_DIR), 3)
-    samples = list(bench.samples())
+    bench = HallusionBench(HB_DIR)
+    samples = list(first_samples(bench, 3).samples())
     label = samples[0].metadata["label"]
     wrong = "no" if label == "yes" else "yes"
     answers = [f"{label.capitalize()}, that is right.", f"{wrong.capitalize()}.", "I cannot tell from the figure."]
@@ -135,8 +135,9 @@ def test_garbled_grader_replies_are_unjudged_and_asked_again(tmp_path: Path) -> 
     fails on the judge's share), are not cached, and the next run asks again."""
     from halluscope.runs.runner import StageFailureError
 
-    bench = first_samples(HallusionBench(HB_DIR, categories=["VS"]), 4)
-    samples = list(bench.samples())
+    bench = HallusionBench(HB_DIR, categories=["VS"])
+    chosen = first_samples(bench, 4)
+    samples = list(chosen.samples())
     assert {s.metadata["figure_id"] for s in samples} == {"0"}
     answers = {s.id: Response(id=s.id, response=f"answer {i}") for i, s in enumerate(samples)}
     garbled = {
@@ -155,7 +156,7 @@ def test_garbled_grader_replies_are_unjudged_and_asked_again(tmp_path: Path) -> 
     with ScriptedServer(responder=respond) as server:  # type: ignore[arg-type]
         ctx = ScoringContext(cache=cache, judge=LLMGrader(model="grader", base_url=server.base_url))
         with pytest.raises(StageFailureError) as caught:
-            run_benchmark(bench, answers, ctx, out, show_progress=False)
+            run_benchmark(bench, answers, ctx, out, show_progress=False, selection=chosen)
         assert (caught.value.stage, caught.value.failed, caught.value.reached) == ("judge", 3, 4)
         report = caught.value.report
         assert report.counts["scored"] == 1 and report.counts["unclear"] == 0
@@ -167,6 +168,6 @@ def test_garbled_grader_replies_are_unjudged_and_asked_again(tmp_path: Path) -> 
         sent = len(server.chat_requests())
         state["fixed"] = True
         ctx = ScoringContext(cache=cache, judge=LLMGrader(model="grader", base_url=server.base_url))
-        again = run_benchmark(bench, answers, ctx, out, show_progress=False)
+        again = run_benchmark(bench, answers, ctx, out, show_progress=False, selection=chosen)
         assert len(server.chat_requests()) == sent + 3  # the three garbled replies were not kept
     assert again.counts["scored"] == 4 and again.metrics["aAcc"] == 0.0

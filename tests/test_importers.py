@@ -108,8 +108,8 @@ def test_vlmevalkit_hallusionbench_ids_survive_spreadsheet_numbers(tmp_path: Pat
 
 
 def test_generic_id_matching_and_nothing_matching(tmp_path: Path) -> None:
-    bench = first_samples(Amber(AMBER_EXCERPT, types=["existence"]), 2)
-    samples = list(bench.samples())
+    bench = Amber(AMBER_EXCERPT, types=["existence"])
+    samples = list(first_samples(bench, 2).samples())
     ids = [s.id for s in samples]
     path = tmp_path / "amber.csv"
     path.write_text(f"id,question,prediction\n{ids[0]},{samples[0].prompt},No\n", encoding="utf-8")
@@ -140,8 +140,8 @@ def test_generic_id_is_refused_when_the_question_is_another(tmp_path: Path) -> N
 def test_any_benchmark_reads_harness_files_by_id_field(tmp_path: Path) -> None:
     from halluscope.benchmarks.tri_he import TriHE
 
-    bench = first_samples(TriHE(TRI_HE_JSON), 2)
-    ids = [s.id for s in bench.samples()]
+    bench = TriHE(TRI_HE_JSON)
+    ids = first_samples(bench, 2).ids()
     path = tmp_path / "samples.jsonl"
     question = next(bench.samples()).prompt
     rows = [_lmms_row(0, {"id": ids[0], "question": question}, "A dog sits on a bench."),

@@ -31,8 +31,9 @@ def _two_step_server(seen: list[Any]) -> ScriptedServer:
 
 
 async def test_describe_with_image_then_answer_without() -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 1)
-    sample = next(bench.samples())
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 1)
+    sample = next(chosen.samples())
     seen: list[Any] = []
     with _two_step_server(seen) as server:
         spec = f"eyes-closed[describe_max_tokens=64]:openai/vlm?base_url={server.base_url}&max_side=128"
@@ -61,29 +62,33 @@ async def test_describe_with_image_then_answer_without() -> None:
 
 
 async def test_general_description_asks_for_a_plain_description() -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 1)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 1)
     seen: list[Any] = []
     with _two_step_server(seen) as server:
         model = create_model(f"general-description:openai/vlm?base_url={server.base_url}", cache=Cache(None))
         assert isinstance(model, EyesClosedModel) and model.mode == "general"
-        result = await model.generate(build_request(bench, next(bench.samples())))
+        result = await model.generate(build_request(bench, next(chosen.samples())))
     describe_text = seen[0]["messages"][0]["content"][1]["text"]
     assert "Describe the image." in describe_text and "certain" not in describe_text
     assert result.metadata["mitigation"]["name"] == "general-description"
 
 
 async def test_mitigation_flag_and_cache(tmp_path: Path) -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 2)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 2)
     cache = Cache(tmp_path / "cache.sqlite")
     seen: list[Any] = []
     with _two_step_server(seen) as server:
         from halluscope.models.spec import spec_with_mitigations
 
         spec = spec_with_mitigations(f"openai/vlm?base_url={server.base_url}", ["eyes-closed"])
-        await collect_responses(bench, create_model(spec, cache=cache), tmp_path / "a", show_progress=False)
+        await collect_responses(
+            bench, create_model(spec, cache=cache), tmp_path / "a", show_progress=False, selection=chosen
+        )
         assert len(seen) == 4
         again = await collect_responses(
-            bench, create_model(spec, cache=cache), tmp_path / "b", show_progress=False
+            bench, create_model(spec, cache=cache), tmp_path / "b", show_progress=False, selection=chosen
         )
         assert len(seen) == 4
     assert all(r.metadata["cached"] for r in again.values())
@@ -100,12 +105,13 @@ async def test_eyes_closed_end_to_end_on_llama_server(llama_server: str, tmp_pat
     from halluscope.judges import JUDGES
     from halluscope.runs.runner import run_benchmark_async
 
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 2)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 2)
     cache = Cache(tmp_path / "cache.sqlite")
     model = create_model(
         f"eyes-closed[describe_max_tokens=40]:openai/qwen?base_url={llama_server}&text_only=true", cache=cache
     )
-    answers = await collect_responses(bench, model, tmp_path, max_tokens=32, show_progress=False)
+    answers = await collect_responses(bench, model, tmp_path, max_tokens=32, show_progress=False, selection=chosen)
     await model.aclose()
     assert len(answers) == 2
     for response in answers.values():
@@ -119,7 +125,7 @@ async def test_eyes_closed_end_to_end_on_llama_server(llama_server: str, tmp_pat
         extractor=EXTRACTORS.create("rules", cache=cache),
         judge=JUDGES.create("similarity", cache=cache),
     )
-    report = await run_benchmark_async(bench, answers, ctx, tmp_path / "run")
+    report = await run_benchmark_async(bench, answers, ctx, tmp_path / "run", selection=chosen)
     records = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     assert len(records) == 2
     for record in records:

@@ -30,8 +30,8 @@ def _echo(seen: list[Any]) -> Any:
 
 
 async def test_blind_sends_only_text_and_the_question() -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 1)
-    sample = next(bench.samples())
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    sample = next(first_samples(bench, 1).samples())
     seen: list[Any] = []
     with ScriptedServer(responder=_echo(seen)) as server:
         model = create_model(f"blind/openai/llm?base_url={server.base_url}", cache=Cache(None))
@@ -46,8 +46,8 @@ async def test_blind_sends_only_text_and_the_question() -> None:
 
 @pytest.mark.full_data
 async def test_scene_oracle_sends_the_scene_graph_as_text() -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=TRI_HE_JSON), 1)
-    sample = next(bench.samples())
+    bench = BENCHMARKS.create("tri-he", data=TRI_HE_JSON)
+    sample = next(first_samples(bench, 1).samples())
     scene = bench.scene(sample)
     assert scene is not None
     seen: list[Any] = []
@@ -72,16 +72,19 @@ async def test_scene_oracle_without_scene_is_a_per_sample_failure(tmp_path: Path
 
 
 async def test_baselines_share_the_cache_per_prompt(tmp_path: Path) -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 3)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 3)
     cache = Cache(tmp_path / "cache.sqlite")
     seen: list[Any] = []
     with ScriptedServer(responder=_echo(seen)) as server:
         for name in ("blind", "scene-oracle"):
             model = create_model(f"{name}/openai/llm?base_url={server.base_url}", cache=cache)
-            await collect_responses(bench, model, tmp_path / name, show_progress=False)
+            await collect_responses(bench, model, tmp_path / name, show_progress=False, selection=chosen)
         assert len(seen) == 6  # different prompts: nothing shared between the two baselines
         again = create_model(f"scene-oracle/openai/llm?base_url={server.base_url}", cache=cache)
-        answers = await collect_responses(bench, again, tmp_path / "oracle-again", show_progress=False)
+        answers = await collect_responses(
+            bench, again, tmp_path / "oracle-again", show_progress=False, selection=chosen
+        )
     assert len(seen) == 6
     assert all(r.metadata["cached"] for r in answers.values())
 
@@ -97,7 +100,8 @@ async def test_scene_oracle_hallucinates_less_than_blind_on_llama_server(
     from halluscope.judges import JUDGES
     from halluscope.runs.runner import run_benchmark_async
 
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 4)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 4)
     cache = Cache(tmp_path / "cache.sqlite")
     ctx = ScoringContext(
         cache=cache,
@@ -108,19 +112,20 @@ async def test_scene_oracle_hallucinates_less_than_blind_on_llama_server(
     for name in ("blind", "scene-oracle"):
         model = create_model(f"{name}/openai/qwen?base_url={llama_server}", cache=cache)
         answers = await collect_responses(
-            bench, model, tmp_path / name, concurrency=1, max_tokens=64, show_progress=False
+            bench, model, tmp_path / name, concurrency=1, max_tokens=64, show_progress=False, selection=chosen
         )
         await model.aclose()
         assert len(answers) == 4 and all(r.response.strip() for r in answers.values())
         # The same respond again, into another directory: every answer comes from the cache.
         again = create_model(f"{name}/openai/qwen?base_url={llama_server}", cache=cache)
         repeat = await collect_responses(
-            bench, again, tmp_path / f"{name}-again", concurrency=1, max_tokens=64, show_progress=False
+            bench, again, tmp_path / f"{name}-again", concurrency=1, max_tokens=64, show_progress=False,
+            selection=chosen,
         )
         inner = getattr(again, "inner", None)
         assert isinstance(inner, OpenAIModel) and inner.client.requests_sent == 0
         assert {i: r.response for i, r in repeat.items()} == {i: r.response for i, r in answers.items()}
-        report = await run_benchmark_async(bench, answers, ctx, tmp_path / name)
+        report = await run_benchmark_async(bench, answers, ctx, tmp_path / name, selection=chosen)
         assert report.counts["claims"] > 0
         rates[name] = report.metrics["hallu_q"]
     assert rates["scene-oracle"] is not None and rates["blind"] is not None

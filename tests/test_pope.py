@@ -107,8 +107,8 @@ def test_paper_metrics_equal_the_official_script_on_a_real_set(tmp_path: Path, d
 
 
 def test_robust_mode_counts_refusals_as_unanswered_and_yes_ratio_from_predictions() -> None:
-    bench = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random"]), 4)
-    samples = list(bench.samples())
+    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"])
+    samples = list(first_samples(bench, 4).samples())
     answers = ["I can't tell.", "Yes, there is.", "Yes", "There is no such thing."]
     records = asyncio.run(
         bench.score_many(
@@ -140,7 +140,7 @@ def test_ids_selection_and_registry() -> None:
 
 
 def test_official_answer_layout_follows_one_question_file(tmp_path: Path) -> None:
-    bench = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random"]), 3)
+    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"])
     rows = bench.rows[("coco", "random")]
     path = tmp_path / "answers.json"
     lines = [{"question": rows[0]["text"], "answer": "yes"}, {"question": "Is there a unicorn in the image?",
@@ -149,13 +149,13 @@ def test_official_answer_layout_follows_one_question_file(tmp_path: Path) -> Non
     result = bench.read_responses(path)
     assert sorted(result.responses) == ["coco-random-1", "coco-random-3"]
     assert any("line 2" in p and "does not match" in p for p in result.problems)
-    both = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random", "popular"]), 3)
+    both = Pope(POPE_DIR, sources=["coco"], settings=["random", "popular"])
     with pytest.raises(ClosedDataError, match="ONE question file"):
         both.read_responses(path)
 
 
 def test_official_answer_example_file_is_read() -> None:
-    bench = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random"]), 3)
+    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"])
     result = bench.read_responses(POPE_DIR / "answer_example.json")
     # The example's first question is not question 1 of coco random: it is reported, not silently paired.
     assert result.responses or result.problems
@@ -178,8 +178,9 @@ def test_quality_reads_pope_runs_and_counts_existence(tmp_path: Path) -> None:
 
     from halluscope.quality.assess import assess
 
-    bench = first_samples(Pope(POPE_DIR, sources=["coco"], settings=["random"]), 60)
-    samples = list(bench.samples())
+    bench = Pope(POPE_DIR, sources=["coco"], settings=["random"])
+    chosen = first_samples(bench, 60)
+    samples = list(chosen.samples())
     for rep in ("a", "b"):
         for k, accuracy in enumerate((0.95, 0.8, 0.65, 0.5)):
             rng = random.Random(f"{rep}{k}")
@@ -189,7 +190,7 @@ def test_quality_reads_pope_runs_and_counts_existence(tmp_path: Path) -> None:
                 label = s.metadata["label"] if right else ("no" if s.metadata["label"] == "yes" else "yes")
                 responses[s.id] = Response(id=s.id, response=label.capitalize() + ".")
             run_benchmark(bench, responses, ScoringContext(cache=Cache(None)), tmp_path / rep / f"m{k}",
-                          show_progress=False)
+                          show_progress=False, selection=chosen)
     report = assess([str(tmp_path / "a")], "accuracy", retest=[str(tmp_path / "b")], resamples=200)
     dumped = report.model_dump()
     assert "pope" in json.dumps(dumped)

@@ -28,12 +28,13 @@ from tests.paths import REEFKNOT_DIR
 def population(tmp: Path, n_items: int, n_models: int, seeds: tuple[int, ...] = (1, 2), *,
                rng_seed: int = 0, low: float = 0.05, high: float = 0.45, data: Path | None = None) -> dict[str, float]:
     """Simulated models with known true rates, run once per sampling seed into tmp/seed<k>/<model>."""
-    bench = first_samples(Reefknot(data or reefknot_layout(), tasks=["yesno"]), n_items)
+    bench = Reefknot(data or reefknot_layout(), tasks=["yesno"])
+    chosen = first_samples(bench, n_items)
     rng = random.Random(rng_seed)
     rates = {f"m{i:02d}": rng.uniform(low, high) for i in range(n_models)}
     ctx = ScoringContext(cache=Cache(None))
     for seed in seeds:
-        asyncio.run(run_population(bench, rates, seed, tmp / f"seed{seed}", ctx))
+        asyncio.run(run_population(bench, rates, seed, tmp / f"seed{seed}", ctx, selection=chosen))
     return rates
 
 
@@ -235,9 +236,10 @@ def test_parallel_form_exposes_negation_blind_models(tmp_path: Path) -> None:
     ctx = ScoringContext(cache=Cache(None))
     for label, data, blind_here in (("original", reefknot_layout(), frozenset()), ("parallel", parallel_data, blind),
                                     ("honest", parallel_data, frozenset())):
-        bench = first_samples(Reefknot(data, tasks=["yesno"]), 100)
+        bench = Reefknot(data, tasks=["yesno"])
         seed = 1 if label == "original" else 2  # independent answers on the two forms
-        asyncio.run(run_population(bench, rates, seed, tmp_path / label, ctx, negation_blind=blind_here))
+        asyncio.run(run_population(bench, rates, seed, tmp_path / label, ctx, negation_blind=blind_here,
+                                   selection=first_samples(bench, 100)))
     fooled = assess([str(tmp_path / "original")], "halr_yesno", parallel=[str(tmp_path / "parallel")],
                     resamples=300)
     honest = assess([str(tmp_path / "original")], "halr_yesno", parallel=[str(tmp_path / "honest")],

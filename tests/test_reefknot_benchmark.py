@@ -21,7 +21,7 @@ from halluscope.cache import Cache
 from halluscope.judges.entailment import FunctionEntailment
 from halluscope.responses import ResponsesError
 from halluscope.runs.runner import run_benchmark
-from halluscope.runs.selection import answered_only, first_samples
+from halluscope.runs.selection import every_sample, first_samples
 from halluscope.types import Response, Sample
 from tests.paths import REEFKNOT_DIR
 
@@ -249,9 +249,9 @@ def test_a_full_run_writes_reefknot_metrics(tmp_path: Path) -> None:
     by_task: dict[str, list[str]] = {}
     for sample in whole.samples():
         by_task.setdefault(sample.metadata["task"], []).append(sample.id)
-    bench = answered_only(whole, [i for ids in by_task.values() for i in ids[:10]])  # 10 of each task
+    chosen = every_sample(whole).answered([i for ids in by_task.values() for i in ids[:10]])  # 10 of each task
     answers = {}
-    for sample in bench.samples():
+    for sample in chosen.samples():
         meta = sample.metadata
         if meta["task"] == "yesno":
             text = "Yes." if meta["role"] == "positive" else "Yes, it is."  # a yes-sayer
@@ -260,7 +260,7 @@ def test_a_full_run_writes_reefknot_metrics(tmp_path: Path) -> None:
         else:
             text = str(meta["label"])
         answers[sample.id] = Response(id=sample.id, response=text)
-    report = run_benchmark(bench, answers, ctx(), tmp_path / "run", show_progress=False)
+    report = run_benchmark(whole, answers, ctx(), tmp_path / "run", show_progress=False, selection=chosen)
     saved = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert saved["benchmark"] == "reefknot"
     assert saved["groups"]["yesno/perception"]["halr"] == pytest.approx(50.0)

@@ -44,13 +44,14 @@ def _answer_by_question(body: Any) -> Reply:
 
 
 async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 5)
-    samples = list(bench.samples())
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 5)
+    samples = list(chosen.samples())
     cache = Cache(tmp_path / "cache.sqlite")
     with ScriptedServer(responder=_answer_by_question) as server:
         spec = f"openai/vlm?base_url={server.base_url}&max_side=256"
         answers = await collect_responses(
-            bench, create_model(spec, cache=cache), tmp_path / "a", show_progress=False
+            bench, create_model(spec, cache=cache), tmp_path / "a", show_progress=False, selection=chosen
         )
         assert len(server.chat_requests()) == 5
         rows = _lines(tmp_path / "a" / RESPONSES_FILE)
@@ -65,10 +66,10 @@ async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
 
         # same directory: resumed, nothing asked
         again = create_model(spec, cache=Cache(None))
-        assert len(await collect_responses(bench, again, tmp_path / "a", show_progress=False)) == 5
+        assert len(await collect_responses(bench, again, tmp_path / "a", show_progress=False, selection=chosen)) == 5
         # another directory, same cache: every answer from the cache, zero requests
         third = create_model(spec, cache=cache)
-        cached = await collect_responses(bench, third, tmp_path / "b", show_progress=False)
+        cached = await collect_responses(bench, third, tmp_path / "b", show_progress=False, selection=chosen)
         assert isinstance(third, OpenAIModel) and third.client.requests_sent == 0
         assert all(r.metadata["cached"] for r in cached.values())
         assert len(server.chat_requests()) == 5
@@ -76,8 +77,9 @@ async def test_streams_answers_then_resumes_and_caches(tmp_path: Path) -> None:
 
 
 async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 4)
-    samples = list(bench.samples())
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 4)
+    samples = list(chosen.samples())
     broken = samples[1].prompt
 
     def flaky(body: Any) -> Reply:
@@ -88,7 +90,7 @@ async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> No
     with ScriptedServer(responder=flaky) as server:
         spec = f"openai/vlm?base_url={server.base_url}&text_only=true"
         answers = await collect_responses(
-            bench, create_model(spec, cache=Cache(None)), tmp_path, show_progress=False
+            bench, create_model(spec, cache=Cache(None)), tmp_path, show_progress=False, selection=chosen
         )
         assert set(answers) == {s.id for s in samples} - {samples[1].id}
         errors = _lines(tmp_path / RESPOND_ERRORS_FILE)
@@ -97,7 +99,7 @@ async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> No
         server.responder = _answer_by_question
         before = len(server.chat_requests())
         answers = await collect_responses(
-            bench, create_model(spec, cache=Cache(None)), tmp_path, show_progress=False
+            bench, create_model(spec, cache=Cache(None)), tmp_path, show_progress=False, selection=chosen
         )
         assert len(server.chat_requests()) - before == 1
     assert len(answers) == 4
@@ -105,27 +107,29 @@ async def test_failed_samples_are_listed_and_retried_alone(tmp_path: Path) -> No
 
 
 async def test_a_directory_of_another_model_is_refused(tmp_path: Path) -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 1)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 1)
     with ScriptedServer(responder=_answer_by_question) as server:
         model = create_model(f"openai/model-a?base_url={server.base_url}", cache=Cache(None))
-        await collect_responses(bench, model, tmp_path, show_progress=False)
+        await collect_responses(bench, model, tmp_path, show_progress=False, selection=chosen)
         other = create_model(f"openai/model-b?base_url={server.base_url}", cache=Cache(None))
         with pytest.raises(RespondError, match=r"another model \(openai/model-a there, openai/model-b now\)"):
-            await collect_responses(bench, other, tmp_path, show_progress=False)
+            await collect_responses(bench, other, tmp_path, show_progress=False, selection=chosen)
         with pytest.raises(RespondError, match=r"another generation config \(max_tokens: 512 there, 7 now\)"):
-            await collect_responses(bench, model, tmp_path, show_progress=False, max_tokens=7)
+            await collect_responses(bench, model, tmp_path, show_progress=False, max_tokens=7, selection=chosen)
 
 
 async def test_a_torn_last_line_is_cut_and_its_sample_asked_again(tmp_path: Path) -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 3)
-    samples = list(bench.samples())
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 3)
+    samples = list(chosen.samples())
     with ScriptedServer(responder=_answer_by_question) as server:
         model = create_model(f"openai/vlm?base_url={server.base_url}&text_only=true", cache=Cache(None))
-        await collect_responses(first_samples(bench, 2), model, tmp_path, show_progress=False)
+        await collect_responses(bench, model, tmp_path, show_progress=False, selection=chosen.first(2))
         path = tmp_path / RESPONSES_FILE
         with path.open("a") as handle:  # what a kill in the middle of a write leaves
             handle.write(json.dumps({"id": samples[2].id, "response": "half an ans"})[:25])
-        answers = await collect_responses(bench, model, tmp_path, show_progress=False)
+        answers = await collect_responses(bench, model, tmp_path, show_progress=False, selection=chosen)
         assert len(server.chat_requests()) == 3
     ids = [r["id"] for r in _lines(path)]
     # The first two answers arrive concurrently, in either order; the torn third is asked again, once.
@@ -177,9 +181,10 @@ def test_respond_killed_midway_resumes_without_duplicates(tmp_path: Path) -> Non
 
 
 def test_cli_respond_with_replay_and_models_listing(tmp_path: Path) -> None:
-    bench = first_samples(BENCHMARKS.create("tri-he", data=tri_he_layout()), 3)
+    bench = BENCHMARKS.create("tri-he", data=tri_he_layout())
+    chosen = first_samples(bench, 3)
     answers = tmp_path / "answers.jsonl"
-    rows = [{"id": s.id, "response": f"r{s.id}"} for s in bench.samples()]
+    rows = [{"id": s.id, "response": f"r{s.id}"} for s in chosen.samples()]
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
     runner = CliRunner()
     out = tmp_path / "out"
@@ -188,7 +193,7 @@ def test_cli_respond_with_replay_and_models_listing(tmp_path: Path) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "3 of 3 answered" in result.output
-    assert [r["response"] for r in _lines(out / RESPONSES_FILE)] == [f"r{s.id}" for s in bench.samples()]
+    assert [r["response"] for r in _lines(out / RESPONSES_FILE)] == [f"r{s.id}" for s in chosen.samples()]
 
     wrong = runner.invoke(app, [*args[:-4], "--out", str(tmp_path / "x"), "--base-url", "http://x/v1", "-q"])
     assert wrong.exit_code == 2

@@ -37,8 +37,9 @@ def dead_port() -> int:
 
 
 def responses_file(tmp_path: Path, *, with_claims: bool = True) -> Path:
-    bench = first_samples(TriHE(tri_he_layout()), N)
-    return write_responses(tmp_path / "answers.jsonl", ground_truth_responses(bench, with_claims=with_claims))
+    bench = TriHE(tri_he_layout())
+    chosen = first_samples(bench, N)
+    return write_responses(tmp_path / "answers.jsonl", ground_truth_responses(chosen, with_claims=with_claims))
 
 
 def run(out: Path, responses: Path, cache: Path, *extra: str) -> Any:
@@ -85,8 +86,9 @@ def test_a_dead_judge_endpoint_fails_the_run_and_the_rerun_retries(tmp_path: Pat
 
 
 def test_a_few_judge_failures_are_allowed_up_to_the_stated_share(tmp_path: Path) -> None:
-    bench = first_samples(TriHE(tri_he_layout()), N)
-    answers = ground_truth_responses(bench, with_claims=True)
+    bench = TriHE(tri_he_layout())
+    chosen = first_samples(bench, N)
+    answers = ground_truth_responses(chosen, with_claims=True)
     # One answer of three carries a claim whose every judge call fails.
     answers[0] = answers[0].model_copy(update={"claims": [Claim.of(("zebra", "on", "moon"))]})
     responses = write_responses(tmp_path / "answers.jsonl", answers)
@@ -135,13 +137,14 @@ class DownExtractor(Extractor):
 
 
 def test_an_extractor_failure_marks_the_record_failed_and_is_retried(tmp_path: Path) -> None:
-    bench = first_samples(TriHE(tri_he_layout()), N)
-    answers = {r.id: r for r in ground_truth_responses(bench)}
+    bench = TriHE(tri_he_layout())
+    chosen = first_samples(bench, N)
+    answers = {r.id: r for r in ground_truth_responses(chosen)}
     ctx = ScoringContext(cache=Cache(None), extractor=DownExtractor())
     from halluscope.runs.runner import StageFailureError
 
     try:
-        run_benchmark(bench, answers, ctx, tmp_path / "run", show_progress=False)
+        run_benchmark(bench, answers, ctx, tmp_path / "run", show_progress=False, selection=chosen)
     except StageFailureError as failure:
         assert failure.stage == "extractor" and failure.failed == N
         assert "extractor backend unreachable" in str(failure)
@@ -257,9 +260,10 @@ def test_a_refused_key_or_unknown_model_stops_at_the_first_request(tmp_path: Pat
 def test_one_rejected_sample_is_a_failure_of_the_model_stage_not_a_stop(tmp_path: Path) -> None:
     """An HTTP 400 for one request (an image the server cannot read) fails that sample only; the failure
     share of the model stage decides, like any stage's."""
-    bench = first_samples(TriHE(tri_he_layout()), N)
-    bad_prompt = next(iter(bench.samples())).prompt
-    texts = {s.prompt: r.response for s, r in zip(bench.samples(), ground_truth_responses(bench), strict=True)}
+    bench = TriHE(tri_he_layout())
+    chosen = first_samples(bench, N)
+    bad_prompt = next(iter(chosen.samples())).prompt
+    texts = {s.prompt: r.response for s, r in zip(chosen.samples(), ground_truth_responses(chosen), strict=True)}
 
     def respond(body: Any) -> Reply:
         parts = body["messages"][-1]["content"]
@@ -305,11 +309,15 @@ class SilentBenchmark(TriHE):
 
 
 def test_a_failure_in_a_benchmark_that_names_no_stage_still_fails_the_run(tmp_path: Path) -> None:
-    bench = first_samples(SilentBenchmark(tri_he_layout()), N)
-    answers = {r.id: r for r in ground_truth_responses(bench)}
+    bench = SilentBenchmark(tri_he_layout())
+    chosen = first_samples(bench, N)
+    answers = {r.id: r for r in ground_truth_responses(chosen)}
     answers.pop(next(iter(answers)))  # one sample without an answer: an input problem, not the stage's
     with pytest.raises(StageFailureError) as caught:
-        run_benchmark(bench, answers, ScoringContext(cache=Cache(None)), tmp_path / "run", show_progress=False)
+        run_benchmark(
+            bench, answers, ScoringContext(cache=Cache(None)), tmp_path / "run", show_progress=False,
+            selection=chosen,
+        )
     assert (caught.value.stage, caught.value.failed, caught.value.reached) == ("scoring", N - 1, N - 1)
     assert [r["failed_stage"] for r in records(tmp_path / "run")] == ["input", "scoring", "scoring"]
 
@@ -346,9 +354,10 @@ def test_an_answers_file_for_other_samples_of_the_benchmark_is_an_error(tmp_path
 
 
 def test_an_out_holding_a_run_of_other_answers_is_refused_in_one_line(tmp_path: Path) -> None:
-    bench = first_samples(TriHE(tri_he_layout()), N)
+    bench = TriHE(tri_he_layout())
+    chosen = first_samples(bench, N)
     first = responses_file(tmp_path)
-    second = write_responses(tmp_path / "model-b.jsonl", ground_truth_responses(bench, with_claims=False))
+    second = write_responses(tmp_path / "model-b.jsonl", ground_truth_responses(chosen, with_claims=False))
     out, cache = tmp_path / "run", tmp_path / "cache.sqlite"
     assert run(out, first, cache, "--judge", "similarity").exit_code == 0
     spec_before = (out / "spec.json").read_text()
@@ -379,8 +388,9 @@ def test_a_changed_benchmark_config_is_refused_naming_the_keys(tmp_path: Path) -
 
 
 def test_an_out_holding_another_models_run_is_refused_before_asking(tmp_path: Path) -> None:
-    bench = first_samples(TriHE(tri_he_layout()), N)
-    texts = {s.prompt: r.response for s, r in zip(bench.samples(), ground_truth_responses(bench), strict=True)}
+    bench = TriHE(tri_he_layout())
+    chosen = first_samples(bench, N)
+    texts = {s.prompt: r.response for s, r in zip(chosen.samples(), ground_truth_responses(chosen), strict=True)}
 
     def respond(body: Any) -> Reply:
         parts = body["messages"][-1]["content"]
@@ -406,8 +416,7 @@ def test_an_out_holding_another_models_run_is_refused_before_asking(tmp_path: Pa
 
 
 def test_the_same_model_with_other_settings_is_named_by_the_setting(tmp_path: Path) -> None:
-    from halluscope.runs.runner import check_run_dir
-    from halluscope.runs.store import RunDirError
+    from halluscope.runs.store import RunDirError, check_run_dir
 
     out = tmp_path / "run"
     out.mkdir()

@@ -239,8 +239,8 @@ def test_reefknot_benchmark_reads_the_built_folder(built: Path) -> None:
 def test_synthetic_benchmark_samples_scenes_and_errors(built: Path, tmp_path: Path) -> None:
     from halluscope.benchmarks import BENCHMARKS
 
-    bench = first_samples(BENCHMARKS.create("synthetic", data=built), 7)
-    samples = list(bench.samples())
+    bench = BENCHMARKS.create("synthetic", data=built)
+    samples = list(first_samples(bench, 7).samples())
     assert [s.id for s in samples][:2] == ["syn00000-0", "syn00000-1"] and len(samples) == 7
     scene = bench.scene(samples[0])
     assert scene is not None and scene.graph.graph["false_relations"]

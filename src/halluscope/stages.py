@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from halluscope.cache import Cache
 from halluscope.types import Claim, MetricsReport, Response, Sample, SampleRecord, Verdict
@@ -225,6 +225,13 @@ class TaskOrder:
     ids: list[str]
 
 
+class SampleSource(Protocol):
+    """Anything that lists samples in order: a benchmark, or a run's selection of its samples
+    (``runs.selection.Selection``); helpers that only read samples take either."""
+
+    def samples(self) -> Iterator[Sample]: ...
+
+
 class Benchmark(ABC):
     """One benchmark's data, scoring and metrics."""
 
@@ -241,8 +248,9 @@ class Benchmark(ABC):
     #: or "fail" them and go on (the ``missing_images`` benchmark option; see benchmarks/images.py).
     missing_images: str = "refuse"
 
-    def uses_stage(self, stage: str) -> bool:
-        """Whether scoring this selection of samples calls the ``"extractor"`` or the ``"judge"``.
+    def uses_stage(self, stage: str, samples: Sequence[Sample] | None = None) -> bool:
+        """Whether scoring ``samples`` (the run's selection; every sample when None) calls the ``"extractor"``
+        or the ``"judge"``.
 
         Options for a stage that is not used are refused: they would be recorded and change nothing.
         """
@@ -252,12 +260,18 @@ class Benchmark(ABC):
     def samples(self) -> Iterator[Sample]:
         """Every sample, in the benchmark's own order, with stable ids."""
 
+    def _counted(self, samples: Sequence[Sample] | None) -> Sequence[Sample]:
+        """What :meth:`spec` and :meth:`uses_stage` count over: the run's selection, else every sample."""
+        return list(self.samples()) if samples is None else samples
+
     def scene(self, sample: Sample) -> SceneGraph | None:
         """The scene graph of the sample's image, when the benchmark has one."""
         return None
 
-    def spec(self) -> dict[str, Any]:
-        """What identifies this benchmark's data in ``spec.json`` (paths, options, selection)."""
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
+        """What identifies this benchmark's data in ``spec.json`` (paths, options), with what it counts over
+        ``samples`` (the run's selection, e.g. images found; every sample when None). How the run chose its
+        samples is added by the run (``runs.selection``), not here."""
         return {"benchmark": self.name}
 
     def read_responses(

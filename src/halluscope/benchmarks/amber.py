@@ -323,14 +323,14 @@ class Amber(Benchmark):
                 },
             )
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
         spec: dict[str, Any] = {
             "benchmark": self.name,
             "data": str(self.path),
             "types": list(self.types),
             "mode": self.mode,
             **({"prompt": self.prompt} if self.prompt != "query" else {}),
-            **image_spec(self.images, self.samples(), self.missing_images),
+            **image_spec(self.images, self._counted(samples), self.missing_images),
         }
         if "generative" in self.types:
             spec["word_similarity"] = self.similarity().identity()

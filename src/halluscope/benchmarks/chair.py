@@ -503,7 +503,7 @@ class Chair(Benchmark):
             yield Sample(id=image_id, benchmark=self.name, prompt=self.prompt, image_id=image_id,
                          image_path=photo.path, metadata=photo.metadata)
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
         selection: dict[str, Any] = (
             {"ids": self.ids_option} if self.ids_option is not None
             else {"images": str(self.images), "sample": self.sample_size, "seed": self.seed}

@@ -262,7 +262,7 @@ class HallusionBench(Benchmark):
         relative = filename.removeprefix("./").lstrip("/")
         return locate_image(self.images, [relative], ("", "hallusion_bench"))
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
         """The data and selection; the grader is the run's judge (``spec.json``'s ``judge``), except the one
         of the old spelling, given to the constructor, which is recorded here."""
         legacy: dict[str, Any] = {}
@@ -275,7 +275,7 @@ class HallusionBench(Benchmark):
             "categories": list(self.categories),
             **legacy,
             **({"prompt": self.prompt} if self.prompt != "question" else {}),
-            **image_spec(self.images, self.samples(), self.missing_images),
+            **image_spec(self.images, self._counted(samples), self.missing_images),
         }
 
     def external_id(self, row: Mapping[str, Any]) -> str | None:

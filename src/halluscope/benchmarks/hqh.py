@@ -47,7 +47,7 @@ from halluscope.metrics.hqh import TYPE_COLUMNS, record_type
 from halluscope.options import check_options, split_csv
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
 from halluscope.scene.graph import SceneGraph
-from halluscope.stages import Failure, MetricDeclaration, MetricTable
+from halluscope.stages import Failure, MetricDeclaration, MetricTable, SampleSource
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = [
@@ -404,14 +404,15 @@ class HQH(Benchmark):
         info = self.image_info.get(sample.image_id or "")
         return info.scene if info is not None else None
 
-    def spec(self) -> dict[str, Any]:
-        problems = [s.metadata["problem"] for s in self.samples() if s.metadata.get("problem")]
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
+        samples = self._counted(samples)
+        problems = [s.metadata["problem"] for s in samples if s.metadata.get("problem")]
         return {
             "benchmark": self.name,
             "data": str(self.path),
             "image_data": str(self.image_data_path) if self.image_data_path else None,
             "images": str(self.images) if self.images else None,
-            **image_spec(self.images, self.samples(), self.missing_images),
+            **image_spec(self.images, samples, self.missing_images),
             "types": self.types,
             "items_without_image_information": len(problems),
             "unusable_items": len(self.unusable_items()),
@@ -574,7 +575,7 @@ def hqh_table(records: Sequence[SampleRecord]) -> MetricTable:
     return MetricTable(ids=ids, components=columns, clusters=clusters)
 
 
-def ground_truth_responses(bench: HQH, *, mismatched: bool = False) -> list[Response]:
+def ground_truth_responses(bench: SampleSource, *, mismatched: bool = False) -> list[Response]:
     """Reference answers as responses, for checking the judges; ``mismatched`` makes deliberately wrong ones.
 
     A mismatched answer is the reference answer of the next item of the same type whose reference differs

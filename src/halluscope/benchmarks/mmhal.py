@@ -280,8 +280,8 @@ class MMHal(Benchmark):
                 continue
             yield self._sample(position, record)
 
-    def spec(self) -> dict[str, Any]:
-        samples = list(self.samples())
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
+        samples = self._counted(samples)
         return {
             "benchmark": self.name,
             "data": str(self.path),

@@ -277,7 +277,7 @@ class Pope(Benchmark):
             self._found[image] = locate_image(self.images, image_names(image), _IMAGE_PLACES)
         return self._found[image]
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
         return {
             "benchmark": self.name,
             "data": str(self.data) if self.data is not None else None,
@@ -286,7 +286,7 @@ class Pope(Benchmark):
             "mode": self.mode,
             # Written only when not the default, so runs made before the option existed resume unchanged.
             **({"prompt": self.prompt} if self.prompt != "question" else {}),
-            **image_spec(self.images, self.samples(), self.missing_images),
+            **image_spec(self.images, self._counted(samples), self.missing_images),
             **self._label_spec(),
             **({"questions": str(self.questions)} if self.questions is not None else {}),
         }

@@ -386,7 +386,7 @@ class Prove(Benchmark):
         lookups = [locate_image(folder, [row.image]) for folder in [*folders, base / "images", base]]
         return next((lookup for lookup in lookups if lookup.found), lookups[0])
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
         return {
             "benchmark": self.name,
             "data": str(self.path.resolve()),
@@ -394,7 +394,7 @@ class Prove(Benchmark):
             "embedding_model": self.embedding_model,
             **self._legacy_spec(),
             "tuple_text": self.tuple_text,
-            **image_spec(self.images, self.samples(), self.missing_images),
+            **image_spec(self.images, self._counted(samples), self.missing_images),
         }
 
     def _legacy_spec(self) -> dict[str, Any]:

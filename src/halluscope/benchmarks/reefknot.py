@@ -400,7 +400,7 @@ class Reefknot(Benchmark):
                     continue
                 yield self._sample(task, line, row, rows)
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
         return {
             "benchmark": self.name,
             "data": str(self.data_dir),
@@ -408,7 +408,7 @@ class Reefknot(Benchmark):
             "relation_types": self.relation_types,
             "mode": self.mode,
             "entropy_threshold": self.entropy_threshold,
-            **image_spec(self.images, self.samples(), self.missing_images),
+            **image_spec(self.images, self._counted(samples), self.missing_images),
             # The run's judge goes to spec.json's "judge"; only a judge handed to the benchmark itself is here.
             **({"vqa_judge": self._entailment.identity()} if self._entailment is not None else {}),
         }
@@ -425,9 +425,9 @@ class Reefknot(Benchmark):
 
     # -- scoring ------------------------------------------------------------------------------------
 
-    def uses_stage(self, stage: str) -> bool:
+    def uses_stage(self, stage: str, samples: Sequence[Sample] | None = None) -> bool:
         """Only the VQA task uses a judge (bidirectional entailment); no task uses an extractor."""
-        return stage == "judge" and any(s.metadata.get("task") == "vqa" for s in self.samples())
+        return stage == "judge" and any(s.metadata.get("task") == "vqa" for s in self._counted(samples))
 
     def entailment(self, ctx: ScoringContext) -> Entailment:
         """The VQA entailment judge: the run's judge slot, else one given to the constructor."""

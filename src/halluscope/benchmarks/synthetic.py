@@ -96,7 +96,7 @@ class SyntheticBenchmark(Benchmark):
     def scenes(self) -> dict[str, SceneGraph]:
         return {image_id: scene.graph() for image_id, scene in self.scene_data.items()}
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
         return {"benchmark": self.name, "data": str(self.path.resolve())}
 
     def samples(self) -> Iterator[Sample]:

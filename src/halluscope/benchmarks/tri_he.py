@@ -27,7 +27,7 @@ from halluscope.metrics.triplets import triplet_metrics
 from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import TripletParseError, parse_triplet_string
-from halluscope.stages import MetricDeclaration, MetricTable
+from halluscope.stages import MetricDeclaration, MetricTable, SampleSource
 from halluscope.types import Response, Sample, SampleRecord
 
 OFFICIAL_URL = "https://raw.githubusercontent.com/wujunjie1998/Tri-HE/main/data/tri-he.json"
@@ -149,12 +149,12 @@ class TriHE(Benchmark):
     def scenes(self) -> dict[str, SceneGraph]:
         return {image_id: scene_from_entry(image_id, entry) for image_id, entry in self.raw.items()}
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
         return {
             "benchmark": self.name,
             "data": str(self.path),
             "images": str(self.images_dir),
-            **image_spec(self.images_dir, self.samples(), self.missing_images),
+            **image_spec(self.images_dir, self._counted(samples), self.missing_images),
         }
 
     def samples(self) -> Iterator[Sample]:
@@ -196,7 +196,7 @@ class TriHE(Benchmark):
 
 
 def ground_truth_responses(
-    bench: TriHE, *, with_claims: bool = False, mismatched: bool = False
+    bench: SampleSource, *, with_claims: bool = False, mismatched: bool = False
 ) -> list[Response]:
     """Reference answers as responses: a sanity check of the instrument.
 

@@ -22,9 +22,13 @@ import random
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from halluscope.stages import Benchmark, ScoringContext
+from halluscope.stages import Benchmark, SampleSource, ScoringContext
 from halluscope.types import Response, Sample
+
+if TYPE_CHECKING:
+    from halluscope.runs.selection import Selection
 
 LETTERS = ("A", "B", "C", "D")
 
@@ -56,7 +60,7 @@ def _answer(sample: Sample, wrong: bool, rng: random.Random) -> str:
 _NEGATED = re.compile(r"\bnot\b", re.I)
 
 
-def simulated_responses(benchmark: Benchmark, name: str, rate: float, seed: int, *,
+def simulated_responses(benchmark: SampleSource, name: str, rate: float, seed: int, *,
                         negation_blind: bool = False) -> dict[str, Response]:
     """One simulated model's answers: each item wrong with probability ``rate``, independently.
 
@@ -84,23 +88,27 @@ async def run_population(
     ctx: ScoringContext,
     *,
     negation_blind: frozenset[str] = frozenset(),
+    selection: Selection | None = None,
 ) -> list[Path]:
-    """Run every simulated model once with sampling seed ``seed`` into ``out_root/<name>``.
+    """Run every simulated model once with sampling seed ``seed`` into ``out_root/<name>``, on ``selection``
+    (every sample of ``benchmark`` when None).
 
     Models named in ``negation_blind`` ignore the ``not`` of negated yes/no questions.
     """
     from halluscope.runs.runner import RunSettings, run_benchmark_async
 
+    asked: SampleSource = benchmark if selection is None else selection
     paths = []
     for name, rate in true_rates.items():
         out_dir = Path(out_root) / name
         await run_benchmark_async(
-            benchmark, simulated_responses(benchmark, name, rate, seed, negation_blind=name in negation_blind),
+            benchmark, simulated_responses(asked, name, rate, seed, negation_blind=name in negation_blind),
             ctx, out_dir,
             spec_extra={"model": {"provider": "sim-rate", "name": name, "rate": rate, "seed": seed,
                                   "negation_blind": name in negation_blind},
                         "responses": None},
             settings=RunSettings(overwrite=True),
+            selection=selection,
         )
         paths.append(out_dir)
     return paths

@@ -78,14 +78,14 @@ def respond(flags: RespondFlags) -> None:
             f"respond collects one model's answers per --out, got --model {' --model '.join(flags.models)}; "
             "run it once per model, each with its own --out"
         )
-    bench = _benchmark(flags)
+    bench, selection = _benchmark(flags)
     spec, model = _model(flags)
-    answers = _collect(flags, bench, spec, model)
-    _show_answered(flags, bench, answers)
+    answers = _collect(flags, bench, selection, spec, model)
+    _show_answered(flags, selection, answers)
 
 
-def _benchmark(flags: RespondFlags) -> Any:
-    """The samples to ask: the benchmark's first ``--limit`` N, as ``halluscope run`` selects them."""
+def _benchmark(flags: RespondFlags) -> tuple[Any, Any]:
+    """The benchmark, and the samples to ask: its first ``--limit`` N, as ``halluscope run`` selects them."""
     from halluscope.benchmarks import BENCHMARKS
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.selection import first_samples, limit_from_options
@@ -95,7 +95,7 @@ def _benchmark(flags: RespondFlags) -> Any:
         if chosen.note:
             console(stderr=True).print(f"note: {chosen.note}", style="yellow", markup=False, highlight=False)
         bench = BENCHMARKS.create(flags.benchmark, data=flags.data, **chosen.bench_options)
-        return first_samples(bench, chosen.limit)
+        return bench, first_samples(bench, chosen.limit)
     except (UnknownComponentError, ValueError, OSError) as error:
         fail(str(error))
 
@@ -125,7 +125,7 @@ def _model(flags: RespondFlags) -> tuple[Any, Any]:
     return spec, model_obj
 
 
-def _collect(flags: RespondFlags, bench: Any, spec: Any, model: Any) -> dict[str, Any]:
+def _collect(flags: RespondFlags, bench: Any, selection: Any, spec: Any, model: Any) -> dict[str, Any]:
     """Ask the model, writing to OUT as answers come; the model is closed however it ends."""
     from halluscope.cli.common import exit_interrupted
     from halluscope.models.replay import ReplayError
@@ -145,6 +145,7 @@ def _collect(flags: RespondFlags, bench: Any, spec: Any, model: Any) -> dict[str
                     top_logprobs=flags.logprobs,
                 ),
                 model_name=spec.render(),
+                selection=selection,
             )
         finally:
             await model.aclose()
@@ -159,13 +160,13 @@ def _collect(flags: RespondFlags, bench: Any, spec: Any, model: Any) -> dict[str
     return answers
 
 
-def _show_answered(flags: RespondFlags, bench: Any, answers: dict[str, Any]) -> None:
+def _show_answered(flags: RespondFlags, selection: Any, answers: dict[str, Any]) -> None:
     """How many were answered, left unasked for a missing image, or failed (exit 1 when any failed)."""
     from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPONSES_FILE
 
     out = flags.out
     err = console(stderr=True)
-    total = sum(1 for _ in bench.samples())
+    total = len(selection)
     failed = total - len(answers)
     console().print(f"{len(answers)} of {total} answered → {out / RESPONSES_FILE}")
     no_image = _missing_images(out)

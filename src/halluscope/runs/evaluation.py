@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from halluscope.redact import mask_text
 from halluscope.runs.config import EvaluationError, RunConfig, StageChoice
-from halluscope.runs.selection import first_samples, limit_from_options
+from halluscope.runs.selection import Selection, items_from_responses, limit_from_options
 from halluscope.runs.setup import (
     create_benchmark,
     create_stage,
@@ -101,7 +101,7 @@ class RunOutcome:
 
 @dataclass
 class _Answers:
-    bench: Benchmark
+    selection: Selection
     responses: dict[str, Response]
     spec: dict[str, Any]
     model_failures: dict[str, str] = field(default_factory=dict)
@@ -130,18 +130,18 @@ def execute(
     config.check()
     config = _move_old_judge_spelling(config, hooks)
     config = _move_limit_option(config, hooks)
-    whole = create_benchmark(config.benchmark, config.data, config.benchmark_options())
-    bench = select_first(whole, config.limit)  # the one selection the model is asked and the scoring uses
-    _check_stages(config, bench)
+    bench = create_benchmark(config.benchmark, config.data, config.benchmark_options())
+    chosen = select_first(bench, config.limit)  # the one selection the model is asked and the scoring uses
+    _check_stages(config, bench, chosen)
     store = _open_cache(config, hooks)
     with _holding_out(config):  # one process writes a run folder, from the first answer to metrics.json
         try:
-            answers = _gather_answers(config, whole, bench, store, hooks, inline_responses)
+            answers = _gather_answers(config, bench, chosen, store, hooks, inline_responses)
         except RunDirError as error:
             raise _run_dir_error(config, error) from error
-        bench = _select(config, answers, hooks)
+        selection = _select(config, answers, hooks)
         with hooks.local_llm() as local:
-            ctx = _scoring_context(config, bench, store, local)
+            ctx = _scoring_context(config, bench, selection, store, local)
             spec = {**answers.spec, "run": config.recorded()}
             if local.started:
                 spec["local_llm"] = local.describe()
@@ -152,7 +152,7 @@ def execute(
                         chunk_size=config.chunk_size, overwrite=config.overwrite,
                         max_failure_share=config.max_failure_share, interval_level=config.ci,
                     ),
-                    model_failures=answers.model_failures,
+                    model_failures=answers.model_failures, selection=selection,
                 )  # fmt: skip
             except RunDirError as error:
                 raise _run_dir_error(config, error) from error
@@ -168,16 +168,17 @@ def execute(
 @contextlib.contextmanager
 def _holding_out(config: RunConfig) -> Iterator[None]:
     """The run folder's lock for the block; a busy or unwritable folder as an :class:`EvaluationError`."""
-    from halluscope.runs.lock import RunDirBusyError, RunDirWriteError, run_dir_lock, run_dir_writes
+    from halluscope.runs.lock import RunDirBusyError, RunDirWriteError
+    from halluscope.runs.store import holding_run_dir
 
     try:
-        with run_dir_lock(config.out), run_dir_writes(config.out):
+        with holding_run_dir(config.out):
             yield
     except (RunDirBusyError, RunDirWriteError) as error:
         raise _run_dir_error(config, error) from error
 
 
-def _check_stages(config: RunConfig, bench: Benchmark) -> None:
+def _check_stages(config: RunConfig, bench: Benchmark, selection: Selection) -> None:
     """Refuse stage options the benchmark does not use, and a ``base_url`` no stage would call."""
     from halluscope.llm.local import is_local
 
@@ -185,7 +186,7 @@ def _check_stages(config: RunConfig, bench: Benchmark) -> None:
     local_stages: list[str] = []  # stages whose model is "local": the packaged server, not base_url
     for stage in STAGES:
         choice = getattr(config, stage)
-        if bench.uses_stage(stage):
+        if selection.uses_stage(bench, stage):
             _check_known(config, stage, bench)
             if is_local(choice.options.get("model")):
                 local_stages.append(stage)
@@ -280,7 +281,7 @@ def _open_cache(config: RunConfig, hooks: RunHooks) -> Cache:
 
 def _check_out(config: RunConfig, fields: Mapping[str, Any]) -> None:
     """Refuse, before any answer is collected or written, an ``out`` that holds another run."""
-    from halluscope.runs.runner import check_run_dir
+    from halluscope.runs.store import check_run_dir
 
     if not config.overwrite:
         check_run_dir(config.out, fields, tuple(fields))
@@ -295,21 +296,21 @@ def _run_dir_error(config: RunConfig, error: Exception) -> EvaluationError:
 
 def _gather_answers(
     config: RunConfig,
-    whole: Benchmark,
     bench: Benchmark,
+    chosen: Selection,
     store: Cache,
     hooks: RunHooks,
     inline: Iterable[Response | Mapping[str, Any]] | None,
 ) -> _Answers:
     if config.responses is not None:
-        return _read_file(config, whole, bench, config.responses, hooks, inline)
-    return _ask_model(config, bench, store)
+        return _read_file(config, bench, chosen, config.responses, hooks, inline)
+    return _ask_model(config, bench, chosen, store)
 
 
 def _read_file(
     config: RunConfig,
-    whole: Benchmark,
     bench: Benchmark,
+    chosen: Selection,
     path: Path,
     hooks: RunHooks,
     inline: Iterable[Response | Mapping[str, Any]] | None,
@@ -318,9 +319,9 @@ def _read_file(
     if inline is not None:
         write_responses(inline, path)
     # Read as the whole benchmark reads it (answers to samples past --limit are not unknown), checked against
-    # the selection ``bench``.
+    # the run's selection.
     loaded = read_answers(
-        whole, path, benchmark_ids=known_sample_ids(whole), key=config.responses_key, selected=bench
+        bench, path, benchmark_ids=known_sample_ids(bench), key=config.responses_key, selected=chosen
     )
     if loaded.problems:
         hooks.problems(path, loaded.problems)
@@ -330,20 +331,18 @@ def _read_file(
                 f"{config.flag('strict')}"
             )
     if loaded.items:  # the file defines its own items (a VLMEvalKit sheet): those are measured
-        from halluscope.runs.selection import items_from_responses
-
-        items = items_from_responses(whole, loaded.items, loaded.notes.get("labels"))
-        bench = first_samples(items, config.limit)  # --limit takes the first N of the file's own items
+        items = items_from_responses(loaded.items, loaded.notes.get("labels"))
+        chosen = items.first(config.limit)  # --limit takes the first N of the file's own items
     spec = {"responses": str(path), "responses_file": loaded.summary(path), "model": None}
-    return _Answers(bench=bench, responses=dict(loaded.responses), spec=spec)
+    return _Answers(selection=chosen, responses=dict(loaded.responses), spec=spec)
 
 
-def _ask_model(config: RunConfig, bench: Benchmark, store: Cache) -> _Answers:
+def _ask_model(config: RunConfig, bench: Benchmark, chosen: Selection, store: Cache) -> _Answers:
     from halluscope.models.spec import create_model
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.interrupt import run_async
     from halluscope.runs.respond import RespondError, collect_responses, read_respond_errors
-    from halluscope.runs.runner import discard_run
+    from halluscope.runs.store import discard_run
 
     if config.overwrite:
         discard_run(config.out)  # the answers of the run being replaced go too (the cache still has them)
@@ -352,7 +351,7 @@ def _ask_model(config: RunConfig, bench: Benchmark, store: Cache) -> _Answers:
     except (UnknownComponentError, ValueError, TypeError) as error:
         raise EvaluationError(mask_text(f"model {config.model!r}: {error}")) from error
     spec = {"model": model.identity(), "responses": str(config.out / "responses.jsonl")}
-    _check_out(config, {**spec, "benchmark": bench.spec()})  # another --limit too: refused before asking
+    _check_out(config, {**spec, "benchmark": chosen.spec(bench)})  # another --limit too: refused before asking
 
     async def collect() -> dict[str, Response]:
         try:
@@ -360,6 +359,7 @@ def _ask_model(config: RunConfig, bench: Benchmark, store: Cache) -> _Answers:
                 bench, model, config.out,
                 concurrency=config.concurrency or RunConfig.DEFAULT_CONCURRENCY,
                 max_tokens=config.max_tokens or RunConfig.DEFAULT_MAX_TOKENS, show_progress=config.progress,
+                selection=chosen,
             )  # fmt: skip
         finally:
             await model.aclose()
@@ -369,20 +369,18 @@ def _ask_model(config: RunConfig, bench: Benchmark, store: Cache) -> _Answers:
     except RespondError as error:
         raise EvaluationError(str(error)) from error
     return _Answers(
-        bench=bench, responses=responses, spec=spec, model_failures=read_respond_errors(config.out)
+        selection=chosen, responses=responses, spec=spec, model_failures=read_respond_errors(config.out)
     )
 
 
-def _select(config: RunConfig, answers: _Answers, hooks: RunHooks) -> Benchmark:
+def _select(config: RunConfig, answers: _Answers, hooks: RunHooks) -> Selection:
     """The samples to score: every selected one, or with ``only_answered`` those that have an answer."""
-    ids = {s.id for s in answers.bench.samples()}
+    ids = set(answers.selection.ids())
     missing = len(ids - set(answers.responses))
     if config.only_answered:
-        from halluscope.runs.selection import answered_only
-
         if missing:
             hooks.info(f"scoring the {len(ids) - missing} answered samples; {missing} without an answer left out")
-        return answered_only(answers.bench, answers.responses)
+        return answers.selection.answered(answers.responses)
     if missing:
         asked = sum(1 for i in ids if i in answers.model_failures)
         from halluscope.runs.respond import RESPOND_ERRORS_FILE
@@ -393,15 +391,17 @@ def _select(config: RunConfig, answers: _Answers, hooks: RunHooks) -> Benchmark:
             f"{missing} of {len(ids)} samples have no response{why}; they are recorded as failures and left "
             "out of the rates."
         )
-    return answers.bench
+    return answers.selection
 
 
-def _scoring_context(config: RunConfig, bench: Benchmark, store: Cache, local: LocalLLM) -> ScoringContext:
+def _scoring_context(
+    config: RunConfig, bench: Benchmark, selection: Selection, store: Cache, local: LocalLLM
+) -> ScoringContext:
     from halluscope.stages import ScoringContext
 
     stages: dict[str, Any] = {}
     for stage in STAGES:
-        if bench.uses_stage(stage):
+        if selection.uses_stage(bench, stage):
             registry, default = _stage_registry(stage, bench)
             choice = getattr(config, stage)
             stages[stage] = create_stage(

@@ -14,6 +14,9 @@ on two opens of one file conflict even in one process.
 
 Why the write-failure wrapper: a full disk or a read-only folder raises ``OSError`` from deep inside a
 write, with no file name; :func:`run_dir_writes` turns it into an error naming the folder and what to do.
+
+This module is the mechanism; what writes a run folder takes both through
+:func:`halluscope.runs.store.holding_run_dir`, beside the folder's identity check and ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -22,19 +25,13 @@ import contextlib
 import datetime as dt
 import errno
 import fcntl
-import functools
-import inspect
 import json
 import os
 import socket
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
-
-P = ParamSpec("P")
-T = TypeVar("T")
 
 LOCK_FILE = ".halluscope.lock"
 
@@ -191,27 +188,3 @@ def _inside(filename: object, out_dir: Path) -> bool:
     path, folder = Path(os.fsdecode(filename)).resolve(), Path(out_dir).resolve()  # type: ignore[arg-type]
     return path == folder or folder in path.parents or path in folder.parents
 
-
-def holding_run_dir(
-    as_error: Callable[[str], Exception],
-) -> Callable[[Callable[P, Coroutine[Any, Any, T]]], Callable[P, Coroutine[Any, Any, T]]]:
-    """Run a coroutine function that writes to its ``out_dir`` argument under the folder's lock.
-
-    A busy or unwritable folder is raised as ``as_error(message)`` (the caller's own error type).
-    """
-
-    def decorate(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
-        signature = inspect.signature(function)
-
-        @functools.wraps(function)
-        async def locked(*args: P.args, **kwargs: P.kwargs) -> T:
-            out_dir: Any = signature.bind(*args, **kwargs).arguments["out_dir"]
-            try:
-                with run_dir_lock(Path(out_dir)), run_dir_writes(Path(out_dir)):
-                    return await function(*args, **kwargs)
-            except (RunDirBusyError, RunDirWriteError) as error:
-                raise as_error(str(error)) from error
-
-        return locked
-
-    return decorate

@@ -41,16 +41,14 @@ from halluscope.models.base import ChatTurn, GenerateRequest, GenerateResult, Mo
 from halluscope.redact import mask_data
 from halluscope.runs.differences import comparable_identity, describe_difference
 from halluscope.runs.images import MissingImagesError, check_images
-from halluscope.runs.lock import holding_run_dir
 from halluscope.runs.progress import ProgressSink, make_progress
+from halluscope.runs.selection import Selection, every_sample
+from halluscope.runs.store import RESPOND_ERRORS_FILE, RESPOND_META_FILE, RESPONSES_FILE, run_dir_writer
 from halluscope.stages import Benchmark
 from halluscope.types import Claim, Response, Sample
 
 log = logging.getLogger(__name__)
 
-RESPONSES_FILE = "responses.jsonl"
-RESPOND_META_FILE = "respond.json"
-RESPOND_ERRORS_FILE = "respond-errors.jsonl"
 #: How ``respond-errors.jsonl`` marks a sample never asked for want of its image (``missing_images=fail``).
 MISSING_IMAGE = "MissingImage"
 #: Default answer length; long enough for Tri-HE's open questions, short enough to keep runs cheap.
@@ -277,7 +275,7 @@ class _Asking:
     fatal: list[BaseException] = field(default_factory=list)
 
 
-@holding_run_dir(RespondError)  # one writer per folder: two would each append every answer
+@run_dir_writer(RespondError)  # one writer per folder: two would each append every answer
 async def collect_responses(
     benchmark: Benchmark,
     model: Model,
@@ -289,8 +287,10 @@ async def collect_responses(
     max_tokens: int | None = None,
     model_name: str | None = None,
     progress: ProgressSink | None = None,
+    selection: Selection | None = None,
 ) -> dict[str, Response]:
-    """Ask ``model`` every sample of ``benchmark``; stream answers to ``out_dir``.
+    """Ask ``model`` the samples of ``selection`` (every sample of ``benchmark`` when None); stream answers to
+    ``out_dir``.
 
     To ask only some, pass the selection the run scores (``runs.selection.first_samples(benchmark, n)``), so
     the questions asked and the samples scored are the same ones. ``max_tokens`` overrides the one of
@@ -302,14 +302,15 @@ async def collect_responses(
     settings = generation or Generation()
     if max_tokens is not None:
         settings = replace(settings, max_tokens=max_tokens)
-    samples = list(benchmark.samples())
+    selection = selection if selection is not None else every_sample(benchmark)
+    samples = list(selection.samples())
     ids = [s.id for s in samples]
     label = model_name or model_label(model)
     meta: dict[str, Any] = {
         "model": model.identity(),
         "model_name": label,
         "benchmark_name": benchmark.name,
-        "benchmark": benchmark.spec(),
+        "benchmark": selection.spec(benchmark),
         "generation": asdict(settings),
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }

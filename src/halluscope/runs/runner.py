@@ -40,28 +40,19 @@ from halluscope.gcpause import gc_frozen
 from halluscope.jsonio import write_json_atomic
 from halluscope.metrics.stats.interval import DEFAULT_LEVEL
 from halluscope.redact import mask_data
-from halluscope.runs.differences import (
-    comparable_identity,
-    describe_difference,
-    same_responses,
-    upgraded_spec,
-    without_counts,
-)
 from halluscope.runs.images import name_refused_images
 from halluscope.runs.interrupt import run_async
-from halluscope.runs.lock import run_dir_lock, run_dir_writes
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
+from halluscope.runs.selection import Selection, every_sample
 from halluscope.runs.store import (
     METRICS_FILE,
-    SAMPLES_FILE,
-    SPEC_FILE,
     TABLES_FILE,
     RecordWriter,
-    RunDirError,
+    holding_run_dir,
     read_records,
-    read_spec,
     rewrite_records,
     scan_records,
+    start_run,
     write_metric_tables,
 )
 from halluscope.stages import Benchmark, ScoringContext
@@ -167,16 +158,12 @@ def check_measured(records: list[SampleRecord], report: MetricsReport) -> str | 
     return f"nothing was measured: {why}" + (f"; last error: {last.failure}" if last else "")
 
 
-#: Spec fields that must match for a run directory to be resumed rather than refused.
-IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model", "responses")
-
-
 def build_spec(
-    benchmark: Benchmark, ctx: ScoringContext, spec_extra: Mapping[str, Any] | None
+    benchmark: Benchmark, selection: Selection, ctx: ScoringContext, spec_extra: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "halluscope_version": __version__,
-        "benchmark": benchmark.spec(),
+        "benchmark": selection.spec(benchmark),
         "extractor": ctx.extractor.identity() if ctx.extractor else None,
         "judge": ctx.judge.identity() if ctx.judge else None,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -184,37 +171,6 @@ def build_spec(
     spec.update(spec_extra or {})
     masked: dict[str, Any] = mask_data(spec)  # a key in a base URL or a model spec stays off the disk
     return masked
-
-
-def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] = IDENTITY_FIELDS) -> None:
-    """Refuse, in one short line, to resume a run directory that holds another run (on ``keys``)."""
-    if not (Path(out_dir) / SPEC_FILE).exists():
-        return
-    previous = mask_data(upgraded_spec(read_spec(out_dir)))  # as this version writes it: keys masked
-    for key in keys:
-        if key not in spec:
-            continue
-        there, now = without_counts(key, previous.get(key)), without_counts(key, mask_data(spec.get(key)))
-        if key == "model":  # the endpoint's address may change between runs; what it serves may not
-            there, now = comparable_identity(there), comparable_identity(now)
-        same = same_responses(there, now) if key == "responses" else there == now
-        if not same:
-            raise RunDirError(
-                f"{out_dir} holds a run with {describe_difference(key, there, now)}; choose another --out, "
-                "or pass --overwrite to replace it"
-            )
-
-
-#: What scoring writes in a run directory (removed by ``overwrite``).
-RUN_FILES = (SPEC_FILE, SAMPLES_FILE, METRICS_FILE, TABLES_FILE)
-
-
-def discard_run(out_dir: Path) -> None:
-    """Remove what a run (and a collection of the model's answers) left in ``out_dir`` (``--overwrite``)."""
-    from halluscope.runs.respond import RESPOND_ERRORS_FILE, RESPOND_META_FILE, RESPONSES_FILE
-
-    for name in (*RUN_FILES, RESPONSES_FILE, RESPOND_META_FILE, RESPOND_ERRORS_FILE):
-        (Path(out_dir) / name).unlink(missing_ok=True)
 
 
 def _is_done(record: SampleRecord, responses: Mapping[str, Response]) -> bool:
@@ -269,8 +225,10 @@ async def run_benchmark_async(
     settings: RunSettings | None = None,
     progress: ProgressSink | None = None,
     model_failures: Mapping[str, str] | None = None,
+    selection: Selection | None = None,
 ) -> MetricsReport:
-    """Score every sample of ``benchmark`` into ``out_dir``; see the module docstring for resuming.
+    """Score the samples of ``selection`` (every sample of ``benchmark`` when None) into ``out_dir``; see the
+    module docstring for resuming.
 
     Each headline metric the benchmark declares gets its confidence interval (at ``settings.interval_level``)
     in ``metrics.json`` (``intervals``), computed from the declarations, never per benchmark.
@@ -282,16 +240,10 @@ async def run_benchmark_async(
     """
     settings = settings or RunSettings()
     out_dir = Path(out_dir)
-    with run_dir_lock(out_dir), run_dir_writes(out_dir):
-        spec = build_spec(benchmark, ctx, spec_extra)
-        if settings.overwrite:
-            for name in RUN_FILES:
-                (out_dir / name).unlink(missing_ok=True)
-        if (out_dir / SPEC_FILE).exists():
-            check_run_dir(out_dir, spec)
-            spec["created"] = read_spec(out_dir).get("created", spec["created"])
-        write_json_atomic(out_dir / SPEC_FILE, spec)
-        samples = list(benchmark.samples())
+    selection = selection if selection is not None else every_sample(benchmark)
+    with holding_run_dir(out_dir):
+        start_run(out_dir, build_spec(benchmark, selection, ctx, spec_extra), overwrite=settings.overwrite)
+        samples = list(selection.samples())
         wanted = {s.id for s in samples}
         scan = scan_records(out_dir)
         kept = [r for r in scan.records if r.id in wanted and _is_done(r, responses)]
@@ -430,6 +382,7 @@ def run_benchmark(
     settings: RunSettings | None = None,
     show_progress: bool = True,
     model_failures: Mapping[str, str] | None = None,
+    selection: Selection | None = None,
 ) -> MetricsReport:
     """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked.
 
@@ -440,7 +393,7 @@ def run_benchmark(
         return run_async(
             run_benchmark_async(
                 benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, progress=progress,
-                model_failures=model_failures,
+                model_failures=model_failures, selection=selection,
             )
         )
     finally:

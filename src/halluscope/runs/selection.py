@@ -1,5 +1,7 @@
 """Which samples a run asks and scores: the first ``--limit`` N, those a responses file answers, or the items
-a responses file defines. Every selection is made here, by the orchestrator, never by a benchmark's loader.
+a responses file defines. Every selection is made here, by the orchestrator, and held as a
+:class:`Selection` (the chosen samples in order, and what ``spec.json`` says about the choice); a benchmark
+is never copied or changed to select.
 
 ``--limit N`` (:func:`first_samples`): the first N samples in the benchmark's own order (the order of its
 files, e.g. POPE's sets one after another, Reefknot's yes/no before multiple choice before VQA). Both the
@@ -8,114 +10,119 @@ scores 3 samples on every benchmark; ``spec.json`` records it (``benchmark.limit
 ``benchmark.selected_samples``). With ``--only-answered``, the limit is taken first and the unanswered among
 those N are then left out.
 
-``--only-answered`` (:func:`answered_only`): a user who answered 32 of Tri-HE's 1,226 questions wants 32
+``--only-answered`` (:meth:`Selection.answered`): a user who answered 32 of Tri-HE's 1,226 questions wants 32
 records, not 1,226 of which 1,194 are "no response" placeholders that swell ``samples.jsonl``, the counts
 and the HTML report. The rates do not change either way (unanswered samples are left out of them); what
 changes is that the run says what it scored, and ``spec.json`` records the selection
 (``benchmark.only_answered``), so a later run without the option is not mixed into the same directory.
 
-Python use: ``run_benchmark(answered_only(first_samples(bench, 10), answers), answers, ctx, out)``.
+Python use: ``run_benchmark(bench, answers, ctx, out, selection=first_samples(bench, 10).answered(answers))``.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import Any, TypeVar
+from types import MappingProxyType
+from typing import Any
 
 from halluscope.stages import Benchmark
 from halluscope.types import Sample
 
-__all__ = ["LimitOption", "answered_only", "first_samples", "items_from_responses", "limit_from_options"]
+__all__ = [
+    "LimitOption",
+    "Selection",
+    "every_sample",
+    "first_samples",
+    "items_from_responses",
+    "limit_from_options",
+]
 
-B = TypeVar("B", bound=Benchmark)
 
+@dataclass(frozen=True)
+class Selection:
+    """The samples a run asks and scores, in order, and what ``spec.json`` records about how they were chosen.
 
-def answered_only(benchmark: B, responses: Collection[str]) -> B:
-    """A copy of ``benchmark`` whose samples are only those with an id in ``responses`` (ids, or a mapping).
-
-    The copy is still an instance of the benchmark's own class (a subclass made on the fly that changes
-    only :meth:`~Benchmark.samples` and :meth:`~Benchmark.spec`), so every other method, option and default
-    stage is the benchmark's own, including ones added to the interface later. ``benchmark`` itself is
-    left as it was.
+    Why a value and not a narrowed copy of the benchmark: the benchmark stays the one the user configured,
+    and everything that depends on the choice (the questions asked, the samples scored, the benchmark's
+    ``spec`` and the stages it uses) is handed the chosen samples explicitly.
     """
-    ids = frozenset(responses)
-    base: type[Benchmark] = type(benchmark)
 
-    def samples(self: Benchmark) -> Iterator[Sample]:
-        return (sample for sample in base.samples(self) if sample.id in ids)
+    items: tuple[Sample, ...]
+    #: What the benchmark's section of ``spec.json`` adds, in order (``limit``, ``only_answered``, ...).
+    notes: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
-    def spec(self: Benchmark) -> dict[str, Any]:
-        return {**base.spec(self), "only_answered": True}
+    def samples(self) -> Iterator[Sample]:
+        """The chosen samples, in the run's order."""
+        return iter(self.items)
 
-    restricted = copy.copy(benchmark)
-    restricted.__class__ = type(
-        f"AnsweredOnly{base.__name__}",
-        (base,),
-        {"samples": samples, "spec": spec, "__module__": base.__module__, "__doc__": base.__doc__},
-    )
-    return restricted
+    def ids(self) -> list[str]:
+        """The chosen sample ids, in the run's order."""
+        return [sample.id for sample in self.items]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def spec(self, benchmark: Benchmark) -> dict[str, Any]:
+        """The benchmark's section of ``spec.json`` for this selection: its own spec over the chosen samples
+        (image counts, items with a problem), then how they were chosen."""
+        return {**benchmark.spec(self.items), **self.notes}
+
+    def uses_stage(self, benchmark: Benchmark, stage: str) -> bool:
+        """Whether scoring the chosen samples calls ``stage`` (a Reefknot run without VQA uses no judge)."""
+        return benchmark.uses_stage(stage, self.items)
+
+    def first(self, limit: int | None) -> Selection:
+        """The first ``limit`` of these (all of them when ``limit`` is None); ``spec.json`` adds ``limit`` and
+        ``selected_samples`` (fewer than ``limit`` when there are fewer)."""
+        if limit is None:
+            return self
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        chosen = tuple(islice(self.items, limit))
+        return self._with(chosen, limit=limit, selected_samples=len(chosen))
+
+    def answered(self, responses: Collection[str]) -> Selection:
+        """Those with an id in ``responses`` (ids, or a mapping by id); ``spec.json`` adds ``only_answered``."""
+        ids = frozenset(responses)
+        return self._with(tuple(s for s in self.items if s.id in ids), only_answered=True)
+
+    def _with(self, items: tuple[Sample, ...], **notes: Any) -> Selection:
+        return replace(self, items=items, notes=MappingProxyType({**self.notes, **notes}))
 
 
-def items_from_responses(benchmark: B, items: Sequence[Sample], note: str | None = None) -> B:
-    """A copy of ``benchmark`` whose samples are ``items``: those a responses file defined itself.
+def every_sample(benchmark: Benchmark) -> Selection:
+    """Every sample of ``benchmark``, in its own order: the selection of a run with no ``--limit``."""
+    return Selection(tuple(benchmark.samples()))
+
+
+def first_samples(benchmark: Benchmark, limit: int | None) -> Selection:
+    """The first ``limit`` samples of ``benchmark`` (all of them when ``limit`` is None).
+
+    Why one function: the model is asked and the answers are scored on this same selection, so a run never
+    asks questions it does not score or scores samples it never asked. Only the first ``limit`` samples are
+    read from the benchmark.
+    """
+    if limit is None:
+        return every_sample(benchmark)
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    chosen = tuple(islice(benchmark.samples(), limit))
+    return Selection(chosen, MappingProxyType({"limit": limit, "selected_samples": len(chosen)}))
+
+
+def items_from_responses(items: Sequence[Sample], note: str | None = None) -> Selection:
+    """The items a responses file defined itself, as the run's selection.
 
     Why: some files cannot be tied to the benchmark's own items (VLMEvalKit's POPE sheet names no COCO
     image), yet carry their own labels; scoring them on those labels is honest only when the run says so,
-    so ``spec.json`` records it (``benchmark.items_from_responses``). As with :func:`answered_only`, the copy
-    keeps the benchmark's own class, scoring and metrics.
+    so ``spec.json`` records it (``benchmark.items_from_responses``). The benchmark's own scoring and
+    metrics are used on them.
     """
-    chosen = list(items)
-    base: type[Benchmark] = type(benchmark)
-
-    def samples(self: Benchmark) -> Iterator[Sample]:
-        return iter(chosen)
-
-    def spec(self: Benchmark) -> dict[str, Any]:
-        return {
-            **base.spec(self),
-            "items_from_responses": {"count": len(chosen), "labels": note or "the responses file's own labels"},
-        }
-
-    copied = copy.copy(benchmark)
-    copied.__class__ = type(
-        f"FromResponses{base.__name__}",
-        (base,),
-        {"samples": samples, "spec": spec, "__module__": base.__module__, "__doc__": base.__doc__},
-    )
-    return copied
-
-
-def first_samples(benchmark: B, limit: int | None) -> B:
-    """A copy of ``benchmark`` whose samples are its first ``limit`` (all of them when ``limit`` is None).
-
-    Why one function: the model is asked and the answers are scored on this same selection, so a run never
-    asks questions it does not score or scores samples it never asked. The copy keeps the benchmark's own
-    class, as :func:`answered_only` does; its ``spec()`` adds ``limit`` and ``selected_samples`` (how many
-    there are, fewer than ``limit`` when the benchmark is smaller).
-    """
-    if limit is None:
-        return benchmark
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}")
-    chosen = list(islice(benchmark.samples(), limit))
-    base: type[Benchmark] = type(benchmark)
-
-    def samples(self: Benchmark) -> Iterator[Sample]:
-        return iter(chosen)
-
-    def spec(self: Benchmark) -> dict[str, Any]:
-        return {**base.spec(self), "limit": limit, "selected_samples": len(chosen)}
-
-    limited = copy.copy(benchmark)
-    limited.__class__ = type(
-        f"First{base.__name__}",
-        (base,),
-        {"samples": samples, "spec": spec, "__module__": base.__module__, "__doc__": base.__doc__},
-    )
-    return limited
+    chosen = tuple(items)
+    labels = note or "the responses file's own labels"
+    return Selection(chosen, MappingProxyType({"items_from_responses": {"count": len(chosen), "labels": labels}}))
 
 
 @dataclass(frozen=True)

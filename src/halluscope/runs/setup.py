@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from halluscope.cache import Cache
     from halluscope.llm.local import LocalLLM
     from halluscope.responses import ResponsesFile
+    from halluscope.runs.selection import Selection
     from halluscope.stages import Benchmark
 
 __all__ = [
@@ -42,7 +43,7 @@ def create_benchmark(name: str, data: Path | None, options: Mapping[str, Any]) -
     return bench
 
 
-def select_first(bench: Benchmark, limit: int | None) -> Benchmark:
+def select_first(bench: Benchmark, limit: int | None) -> Selection:
     """The run's selection: the first ``limit`` samples of ``bench`` (all without a limit), the ones the model
     is asked and the scoring uses; a benchmark file that cannot be read is an :class:`EvaluationError`."""
     from halluscope.runs.selection import first_samples
@@ -145,7 +146,7 @@ def read_answers(
     *,
     benchmark_ids: set[str] | None,
     key: str | None,
-    selected: Benchmark | None = None,
+    selected: Selection | None = None,
 ) -> ResponsesFile:
     """The answers in ``path`` as the benchmark reads them; an :class:`EvaluationError` naming the file when
     it cannot be read (missing, not text, bad JSON) or holds no answer to any selected sample (of
@@ -165,7 +166,7 @@ def read_answers(
         named = str(path) in message or path.name in message
         raise EvaluationError(message if named else f"{path}: {message}") from error
     # A file that defines its own items (a VLMEvalKit POPE sheet) is measured on those.
-    chosen = loaded.items if loaded.items else (selected or bench).samples()
+    chosen = loaded.items if loaded.items else (bench if selected is None else selected).samples()
     selected_ids = {s.id for s in chosen}
     if not any(sample_id in selected_ids for sample_id in loaded.responses):
         if not loaded.responses:

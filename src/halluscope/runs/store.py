@@ -8,22 +8,36 @@ dropped when the log is read back, and the next run redoes it. Any other line th
 UTF-8 text, bad JSON, not a sample record) is *corrupt*: :func:`scan_records` lists it by line number,
 the runner reports it (terminal and ``counts["corrupt_log_lines"]``) and redoes its sample, instead of
 computing metrics without it.
+
+The folder's identity (which run it holds: :func:`check_run_dir`), its lock (:func:`holding_run_dir`) and
+``--overwrite`` (:func:`discard_run`, :func:`start_run`) live here only, used by the orchestrator before it
+asks a model and by the runner before it scores.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
 from halluscope.gcpause import gc_paused
-from halluscope.jsonio import JsonlLine, iter_jsonl_lines, json_line, write_jsonl_atomic, write_text_atomic
+from halluscope.jsonio import (
+    JsonlLine,
+    iter_jsonl_lines,
+    json_line,
+    write_json_atomic,
+    write_jsonl_atomic,
+    write_text_atomic,
+)
 from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import MetricsReport, SampleRecord
 
@@ -33,6 +47,14 @@ METRICS_FILE = "metrics.json"
 #: The per-item components of each declared headline metric (``metrics.declared``): what a paired comparison
 #: of two runs and an interval at another level are computed from, without the benchmark's data.
 TABLES_FILE = "metric_tables.json"
+#: What collecting a model's answers writes in the folder (``runs.respond``): the answers, how they were asked,
+#: and the requests that failed.
+RESPONSES_FILE = "responses.jsonl"
+RESPOND_META_FILE = "respond.json"
+RESPOND_ERRORS_FILE = "respond-errors.jsonl"
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class RunDirError(ValueError):
@@ -201,3 +223,99 @@ class RecordWriter:
                 self._sync()
         finally:
             self._handle.close()
+
+
+# -- the run folder's identity, lock and overwrite ---------------------------------------------------------
+
+#: Spec fields that must match for a run directory to be resumed rather than refused.
+IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model", "responses")
+#: What scoring writes in a run directory (removed by ``overwrite``).
+RUN_FILES = (SPEC_FILE, SAMPLES_FILE, METRICS_FILE, TABLES_FILE)
+
+
+@contextlib.contextmanager
+def holding_run_dir(out_dir: Path) -> Iterator[None]:
+    """The folder's lock (one writing process; the same thread may take it again) for the block, with its
+    write failures named (:mod:`halluscope.runs.lock`): what every path that writes a run folder holds."""
+    from halluscope.runs.lock import run_dir_lock, run_dir_writes
+
+    with run_dir_lock(Path(out_dir)), run_dir_writes(Path(out_dir)):
+        yield
+
+
+def run_dir_writer(
+    as_error: Callable[[str], Exception],
+) -> Callable[[Callable[P, Coroutine[Any, Any, T]]], Callable[P, Coroutine[Any, Any, T]]]:
+    """Run a coroutine function that writes to its ``out_dir`` argument under the folder's lock
+    (:func:`holding_run_dir`), as collecting a model's answers does.
+
+    A busy or unwritable folder is raised as ``as_error(message)`` (the caller's own error type).
+    """
+
+    def decorate(function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        async def locked(*args: P.args, **kwargs: P.kwargs) -> T:
+            out_dir: Any = signature.bind(*args, **kwargs).arguments["out_dir"]
+            from halluscope.runs.lock import RunDirBusyError, RunDirWriteError
+
+            try:
+                with holding_run_dir(Path(out_dir)):
+                    return await function(*args, **kwargs)
+            except (RunDirBusyError, RunDirWriteError) as error:
+                raise as_error(str(error)) from error
+
+        return locked
+
+    return decorate
+
+
+def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] = IDENTITY_FIELDS) -> None:
+    """Refuse, in one short line, to resume a run directory that holds another run (on ``keys``)."""
+    from halluscope.redact import mask_data
+    from halluscope.runs.differences import (
+        comparable_identity,
+        describe_difference,
+        same_responses,
+        upgraded_spec,
+        without_counts,
+    )
+
+    if not (Path(out_dir) / SPEC_FILE).exists():
+        return
+    previous = mask_data(upgraded_spec(read_spec(out_dir)))  # as this version writes it: keys masked
+    for key in keys:
+        if key not in spec:
+            continue
+        there, now = without_counts(key, previous.get(key)), without_counts(key, mask_data(spec.get(key)))
+        if key == "model":  # the endpoint's address may change between runs; what it serves may not
+            there, now = comparable_identity(there), comparable_identity(now)
+        same = same_responses(there, now) if key == "responses" else there == now
+        if not same:
+            raise RunDirError(
+                f"{out_dir} holds a run with {describe_difference(key, there, now)}; choose another --out, "
+                "or pass --overwrite to replace it"
+            )
+
+
+def discard_run(out_dir: Path, *, answers: bool = True) -> None:
+    """Remove what a run left in ``out_dir`` (``--overwrite``): its scoring files, and with ``answers`` the
+    answers a model gave into it too (the cache still has them)."""
+    answer_files = (RESPONSES_FILE, RESPOND_META_FILE, RESPOND_ERRORS_FILE) if answers else ()
+    for name in (*RUN_FILES, *answer_files):
+        (Path(out_dir) / name).unlink(missing_ok=True)
+
+
+def start_run(out_dir: Path, spec: dict[str, Any], *, overwrite: bool) -> dict[str, Any]:
+    """Write ``spec.json`` for a run about to score into ``out_dir``: the folder's earlier run files removed
+    with ``overwrite``, else the folder refused when it holds another run (:func:`check_run_dir`) and its
+    ``created`` time kept when it is resumed. Returns the spec as written."""
+    out_dir = Path(out_dir)
+    if overwrite:
+        discard_run(out_dir, answers=False)
+    if (out_dir / SPEC_FILE).exists():
+        check_run_dir(out_dir, spec)
+        spec = {**spec, "created": read_spec(out_dir).get("created", spec.get("created"))}
+    write_json_atomic(out_dir / SPEC_FILE, spec)
+    return spec
