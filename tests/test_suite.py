@@ -190,3 +190,32 @@ def test_a_suite_file_gives_each_benchmark_its_data_and_each_model_its_label(tmp
     assert spec["run"]["bench_options"] == {"sources": "gqa", "prompt": "yesno"} and spec["run"]["limit"] == 3
     assert len(prompts) == 3 and all("Please answer yes or no." in str(p) for p in prompts)
     assert [r.model for r in result.leaderboard.rows] == ["scripted"]
+
+
+def test_a_suite_broken_off_halfway_asks_only_what_is_missing_when_run_again(data_root: Path, tmp_path: Path) -> None:
+    """The endpoint dies after POPE's questions (Tri-HE's are refused): POPE's run is kept, Tri-HE's fails in
+    one line and the suite exits 1. The same command again, with the endpoint back, asks only Tri-HE's
+    questions and finishes."""
+    from tests.scripted_server import error
+
+    out = tmp_path / "suite"
+
+    def dying(body: Any) -> Any:
+        asked = str(body["messages"][-1]["content"])
+        return completion("Yes.") if "Is there" in asked else error(400, "the server went away")
+
+    with ScriptedServer(responder=dying) as broken:
+        command = [
+            "eval", "-b", "pope,tri-he", "--model", f"m=blind/openai/vlm?base_url={broken.base_url}",
+            "--data-root", str(data_root), "--limit", str(LIMIT), "--out", str(out), "--no-cache", "-q",
+        ]  # fmt: skip
+        first = invoke(*command)
+    assert first.exit_code == 1, first.output
+    assert (out / "m" / "pope" / "metrics.json").exists()
+    with ScriptedServer(responder=answering("Yes.", "The cup is on the box.")) as back:
+        command[4] = f"m=blind/openai/vlm?base_url={back.base_url}"
+        again = invoke(*command)
+        asked = [str(r.body["messages"][-1]["content"]) for r in back.chat_requests()]
+    assert again.exit_code == 0, again.output
+    assert len(asked) == LIMIT and not any("Is there" in a for a in asked), asked  # Tri-HE's only
+    assert json.loads((out / "m" / "tri-he" / "metrics.json").read_text())["counts"]["samples"] == LIMIT
