@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OPTION_KINDS", "BenchmarkOption", "check_options", "parse_declared", "split_csv"]
+__all__ = [
+    "OPTION_KINDS", "BenchmarkOption", "check_options", "markdown_table", "option_rows", "parse_declared", "split_csv",
+]  # fmt: skip
 
 #: What an option's value is, and so how a ``--bench-opt`` value (a string, number or bool after the command
 #: line's conversion) or a Python value is read: ``text`` and ``choice`` a string (a choice's membership is
@@ -67,6 +69,13 @@ class BenchmarkOption:
         except (TypeError, ValueError):
             raise ValueError(f"{component}: option {self.name} takes {_KIND_WORDS[self.kind]}, got {value!r}") from None
 
+    def values(self) -> str:
+        """What the option takes, in words: its choices, or its kind."""
+        if self.choices:
+            listed = ", ".join(self.choices)
+            return f"a comma list of {listed}" if self.kind == "csv" else listed
+        return _KIND_WORDS[self.kind]
+
     def shown_default(self) -> str:
         """The default as a user would type it, for help and doc tables."""
         if self.default_text:
@@ -84,6 +93,26 @@ def parse_declared(component: str, declared: Sequence[BenchmarkOption], given: M
     by_name = {option.name: option for option in declared}
     check_options(component, set(given) - set(by_name), by_name)
     return {name: by_name[name].parse(value, component) for name, value in given.items() if value is not None}
+
+
+def option_rows(declared: Sequence[BenchmarkOption]) -> list[tuple[str, str, str, str]]:
+    """(name, values, default, help) of each option, in declared order: the rows of ``halluscope list`` and of
+    the option table of each benchmark's doc page."""
+    return [(o.name, o.values(), o.shown_default(), o.help) for o in declared]
+
+
+def markdown_table(declared: Sequence[BenchmarkOption]) -> str:
+    """The option table of a doc page, made from the declarations (a test keeps each page's copy in sync)."""
+    lines = ["| option | values | default | what it does |", "|---|---|---|---|"]
+    for name, values, default, text in option_rows(declared):
+        cells = (f"`{name}`", values, default, text)
+        lines.append("| " + " | ".join(_markdown_cell(cell) for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_cell(text: str) -> str:
+    """A table cell that renders as written: a pipe would end the cell, ``<image_id>`` would be read as HTML."""
+    return text.replace("|", "\\|").replace("<", "\\<").replace(">", "\\>")
 
 
 def _text(value: Any) -> str:
@@ -128,6 +157,6 @@ def _float(value: Any) -> float:
 
 _PARSERS = {"text": _text, "choice": _text, "csv": _csv, "path": _path, "bool": _bool, "int": _int, "float": _float}
 _KIND_WORDS = {
-    "text": "text", "choice": "one of its choices", "csv": "a comma list", "path": "a file or folder",
+    "text": "text", "choice": "one of its choices", "csv": "a comma list", "path": "a path",
     "bool": "true or false", "int": "a whole number", "float": "a number",
 }  # fmt: skip

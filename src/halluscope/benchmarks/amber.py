@@ -217,7 +217,7 @@ class Amber(Benchmark):
     name: ClassVar[str] = "amber"
     title: ClassVar[str] = "AMBER"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
-        BenchmarkOption("types", "csv", "which parts, a comma list", default=_GROUPS, choices=_GROUPS),
+        BenchmarkOption("types", "csv", "which parts", default=_GROUPS, choices=_GROUPS),
         BenchmarkOption(
             "mode", "choice", "which reading of yes/no gives the headline (every record carries both)",
             default="robust", choices=("robust", "paper"),

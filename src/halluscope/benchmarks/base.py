@@ -9,6 +9,7 @@ benchmarks subclass it. ``halluscope.benchmarks.Benchmark`` is this class.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
@@ -31,7 +32,8 @@ class Benchmark(stages.Benchmark):
         API and applies the defaults of the options not given."""
         given = cls.given_options(dict(options))
         chosen = parse_declared(cls.component(), cls.options, given)
-        return cls(data=data, **{**cls.computed_defaults(chosen), **chosen})
+        make: Callable[..., Self] = cls  # every benchmark's __init__ takes data and its declared options
+        return make(data=data, **{**cls.computed_defaults(chosen), **chosen})
 
     @classmethod
     def component(cls) -> str:

@@ -143,7 +143,7 @@ class HallusionBench(Benchmark):
     title: ClassVar[str] = "HallusionBench"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption(
-            "categories", "csv", "visual dependent and/or visual supplement questions, a comma list",
+            "categories", "csv", "visual dependent and/or visual supplement questions",
             default=("VD", "VS"), choices=("VD", "VS"),
         ),
         BenchmarkOption("judge", "text", "the old spelling of --judge (moved into the judge slot with a note)"),

@@ -290,7 +290,7 @@ class HQH(Benchmark):
             default_text="image_data.json beside HQH.json",
         ),
         BenchmarkOption(
-            "types", "csv", "which hallucination types, a comma list (counting is read as count, ocr as OCR)",
+            "types", "csv", "which hallucination types (counting is read as count, ocr as OCR)",
             choices=TYPES, default_text="all",
         ),
         MISSING_IMAGES_OPTION,

@@ -204,7 +204,7 @@ class MMHal(Benchmark):
     title: ClassVar[str] = "MMHal-Bench"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         replace(IMAGES_OPTION, default_text="images/ beside the template, when there is one"),
-        BenchmarkOption("types", "csv", "which question types, a comma list", choices=TYPES, default_text="all"),
+        BenchmarkOption("types", "csv", "which question types", choices=TYPES, default_text="all"),
         MISSING_IMAGES_OPTION,
     )
     default_extractor: ClassVar[str | None] = None

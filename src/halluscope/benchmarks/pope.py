@@ -162,10 +162,10 @@ class Pope(Benchmark):
     title: ClassVar[str] = "POPE"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption(
-            "sources", "csv", "which sources' sets, a comma list", default=SOURCES, choices=SOURCES,
+            "sources", "csv", "which sources' sets", default=SOURCES, choices=SOURCES,
             default_text=f"{','.join(SOURCES)} (coco with labels=repope)",
         ),
-        BenchmarkOption("settings", "csv", "which samplings, a comma list", default=SETTINGS, choices=SETTINGS),
+        BenchmarkOption("settings", "csv", "which samplings", default=SETTINGS, choices=SETTINGS),
         BenchmarkOption(
             "mode", "choice", "which reading of yes/no gives the headline (every record carries each)",
             default="robust", choices=("robust", "paper", "vlmevalkit"),

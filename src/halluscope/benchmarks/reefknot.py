@@ -266,9 +266,9 @@ class Reefknot(Benchmark):
             "mode", "choice", "which rule set gives correct (both are always computed)", default="robust",
             choices=MODES,
         ),
-        BenchmarkOption("tasks", "csv", "which tasks, a comma list", choices=TASKS, default_text="all"),
+        BenchmarkOption("tasks", "csv", "which tasks", choices=TASKS, default_text="all"),
         BenchmarkOption(
-            "relation_types", "csv", "which relation types, a comma list (perceptive and cognition are read too)",
+            "relation_types", "csv", "which relation types (perceptive and cognition are read too)",
             choices=("perception", "cognitive"), default_text="all",
         ),
         replace(IMAGES_OPTION, help="a Visual Genome folder: <image_id>.jpg is looked up in VG_100K/, VG_100K_2/ "
