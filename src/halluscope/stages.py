@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from halluscope.cache import Cache
+from halluscope.options import BenchmarkOption
 from halluscope.types import Claim, MetricsReport, Response, Sample, SampleRecord, Verdict
 
 if TYPE_CHECKING:
@@ -236,6 +237,11 @@ class Benchmark(ABC):
     """One benchmark's data, scoring and metrics."""
 
     name: ClassVar[str]
+    #: The benchmark as its paper names it, in messages ("the POPE benchmark"); the registry name if empty.
+    title: ClassVar[str] = ""
+    #: Every option the benchmark takes (``--bench-opt``, Python keyword arguments), declared once: parsing,
+    #: the unknown-option error, ``halluscope list``, ``--bench-opt`` help and doc tables are made from it.
+    options: ClassVar[tuple[BenchmarkOption, ...]] = ()
     #: The extractor and judge used when the user names none (None where the benchmark needs none).
     default_extractor: ClassVar[str | None] = None
     default_judge: ClassVar[str | None] = None

@@ -1,5 +1,7 @@
 """Benchmarks, by name. Each module opens with its paper's citation and documents its sample ids."""
 
+from __future__ import annotations
+
 from typing import Any
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
@@ -46,4 +48,14 @@ BENCHMARKS: Registry[Benchmark] = _BenchmarkRegistry(
     },
 )
 
-__all__ = ["BENCHMARKS", "Benchmark", "MetricsReport", "ScoringContext"]
+
+def benchmark_class(name: str) -> type[Benchmark]:
+    """The class registered as ``name`` (its module imported now), for what it declares: its options."""
+    factory = BENCHMARKS.factory(name)
+    owner = getattr(factory, "__self__", None)  # the registry names each class's from_options
+    if not isinstance(owner, type) or not issubclass(owner, Benchmark):
+        raise TypeError(f"benchmark {name!r} is not registered through a Benchmark class's from_options")
+    return owner
+
+
+__all__ = ["BENCHMARKS", "Benchmark", "MetricsReport", "ScoringContext", "benchmark_class"]

@@ -15,12 +15,8 @@ the generative items ("Describe this image."), the rest yes/no questions.
   ``hallu`` objects and their associations exactly or by word similarity
   (:mod:`halluscope.judges.word_similarity`); a noun matching no truth object is hallucinated.
 
-Benchmark options: ``types`` (``generative,existence,attribute,relation``), ``mode``,
-``word_similarity`` (``embedding`` | ``exact`` | ``spacy-lg``), ``similarity_threshold`` (0.8),
-``tagger`` (``auto`` | ``nltk`` | ``spacy``), ``images``, ``missing_images`` (``refuse`` | ``fail``),
-``prompt`` (``query``: the query file's text, "Describe this image." or the yes/no question, as AMBER's
-inference sends it; ``yesno``: the yes/no questions followed by " Please answer yes or no.", descriptions
-unchanged; AMBER's exact-match rule reads only a bare "Yes" or "No").
+Benchmark options (``--bench-opt``) are declared once, in :attr:`Amber.options` (``halluscope list``,
+docs/amber.md). AMBER's exact-match rule reads only a bare "Yes" or "No", whatever the ``prompt``.
 """
 
 from __future__ import annotations
@@ -40,12 +36,19 @@ from halluscope.benchmarks.closed import (
     download_files,
     yes_no_record,
 )
-from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
+from halluscope.benchmarks.images import (
+    IMAGES_OPTION,
+    MISSING_IMAGES_OPTION,
+    ImageLookup,
+    check_missing_policy,
+    image_spec,
+    locate_image,
+)
 from halluscope.benchmarks.yes_no import yes_no_declarations, yes_no_table
 from halluscope.cache import default_cache_dir
 from halluscope.jsonio import loads_json
 from halluscope.metrics.amber import dimension_of
-from halluscope.options import check_options
+from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesFile
 from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
@@ -212,6 +215,31 @@ def amber_table(records: Sequence[SampleRecord]) -> MetricTable:
 
 class Amber(Benchmark):
     name: ClassVar[str] = "amber"
+    title: ClassVar[str] = "AMBER"
+    options: ClassVar[tuple[BenchmarkOption, ...]] = (
+        BenchmarkOption("types", "csv", "which parts", default=_GROUPS, choices=_GROUPS),
+        BenchmarkOption(
+            "mode", "choice", "which reading of yes/no gives the headline (every record carries both)",
+            default="robust", choices=("robust", "paper"),
+        ),
+        BenchmarkOption(
+            "word_similarity", "choice", "how a described noun is matched to the truth objects",
+            default="embedding", choices=("embedding", "exact", "spacy-lg"),
+        ),
+        BenchmarkOption(
+            "similarity_threshold", "float", "the word similarity at which two nouns match", default=0.8
+        ),
+        BenchmarkOption(
+            "tagger", "choice", "the part-of-speech tagger that finds nouns (auto: NLTK when its data is installed)",
+            default="auto", choices=("auto", "nltk", "spacy"),
+        ),
+        IMAGES_OPTION,
+        MISSING_IMAGES_OPTION,
+        BenchmarkOption(
+            "prompt", "choice", "query: the query file's text, as AMBER's inference sends it; yesno: the yes/no "
+            "questions followed by \" Please answer yes or no.\"", default="query", choices=tuple(PROMPTS),
+        ),
+    )
 
     def __init__(
         self,
@@ -240,28 +268,6 @@ class Amber(Benchmark):
         self.tagger = tagger
         self._similarity: Any = None
         self._nouns: Any = None
-
-    @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> Amber:
-        known = [
-            "types", "mode", "word_similarity", "similarity_threshold", "tagger", "images", "prompt",
-            "missing_images",
-        ]
-        check_options("the AMBER benchmark", set(options) - set(known), known)
-        types = options.get("types", ",".join(_GROUPS))
-        if isinstance(types, str):
-            types = [t.strip() for t in types.split(",") if t.strip()]
-        return cls(
-            data=data,
-            types=types,
-            mode=str(options.get("mode", "robust")),
-            word_similarity=str(options.get("word_similarity", "embedding")),
-            similarity_threshold=float(options.get("similarity_threshold", 0.8)),
-            tagger=str(options.get("tagger", "auto")),
-            images=Path(options["images"]) if options.get("images") else None,
-            prompt=str(options.get("prompt", "query")),
-            missing_images=str(options.get("missing_images", "refuse")),
-        )
 
     @cached_property
     def items(self) -> list[dict[str, Any]]:

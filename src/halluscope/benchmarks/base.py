@@ -1,5 +1,6 @@
 """The base class of halluscope's benchmarks: the interface of :class:`halluscope.stages.Benchmark` plus the
-reader of responses files every benchmark starts from.
+reader of responses files every benchmark starts from, and the one ``from_options`` that makes a benchmark
+from its declared options.
 
 The interface lives in ``stages`` (the contract every layer may import); reading responses files needs
 ``responses`` and ``importers``, which sit above the contract, so the default reader is here, where the
@@ -8,9 +9,12 @@ benchmarks subclass it. ``halluscope.benchmarks.Benchmark`` is this class.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Self
 
 from halluscope import stages
+from halluscope.options import parse_declared
 from halluscope.responses import ResponsesFile, read_any_responses
 from halluscope.stages import ScoringContext
 from halluscope.types import MetricsReport
@@ -20,6 +24,33 @@ __all__ = ["Benchmark", "MetricsReport", "ScoringContext"]
 
 class Benchmark(stages.Benchmark):
     """One benchmark's data, scoring and metrics (see :class:`halluscope.stages.Benchmark`)."""
+
+    @classmethod
+    def from_options(cls, data: Path | None = None, **options: Any) -> Self:
+        """The registry's factory: ``options`` (``--bench-opt`` values or Python ones) checked against the
+        declared :attr:`options`, each read by its kind, then given to ``__init__``, which stays the Python
+        API and applies the defaults of the options not given."""
+        given = cls.given_options(dict(options))
+        chosen = parse_declared(cls.component(), cls.options, given)
+        make: Callable[..., Self] = cls  # every benchmark's __init__ takes data and its declared options
+        return make(data=data, **{**cls.computed_defaults(chosen), **chosen})
+
+    @classmethod
+    def component(cls) -> str:
+        """The benchmark as messages about its options name it."""
+        return f"the {cls.title or cls.name} benchmark"
+
+    @classmethod
+    def given_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """The options before they are checked: where a benchmark refuses an old spelling, naming the new one,
+        or drops what its ``spec()`` records that is not a choice (a run's benchmark is re-made from it)."""
+        return options
+
+    @classmethod
+    def computed_defaults(cls, chosen: dict[str, Any]) -> dict[str, Any]:
+        """Defaults that depend on other options' values (POPE's sources under RePOPE's labels), for the
+        options not given; ``__init__``'s own defaults apply to the rest."""
+        return {}
 
     def read_responses(
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None

@@ -17,21 +17,10 @@ any code from it). ``synonyms_refine.txt`` beside them serves ``synonyms=refine`
 Sample ids are COCO image ids (``"226988"``); the sample's image is ``COCO_val2014_%012d.jpg`` in the
 ``images`` folder when one is given.
 
-Benchmark options (``--bench-opt key=value``):
-
-- ``build``: ``wordnet`` (default; OPERA's chair.py: NLTK tags + WordNet lemmatiser) or ``singularize`` (the
-  original: Pattern's singularize). Use the one the figures you compare with were made with; the ground
-  truth of that build is used.
-- ``tagger`` (wordnet build): ``auto`` | ``nltk`` | ``perceptron`` | ``spacy`` (see chair_words).
-- ``synonyms``: ``chair`` (default: the evaluator's own tables, quirks included) or ``refine`` (Object
-  HalBench's ``synonyms_refine.txt``, from the data folder) or a path to a synonym file of that layout. The
-  ground truth stays the evaluator's (built with the original table).
-- ``ids``: which images: a file (``{image_id, caption}`` JSONL, chair.py's output, a JSON list, or one id or
-  COCO file name a line), or ``all`` (every image of the ground truth). Without it, ``images`` is required:
-  a seeded random sample of ``sample`` (default 500) of its ``COCO_val2014_*.jpg`` files, drawn with
-  ``random.Random(seed).sample`` (``seed`` default 0) from their ids in ascending order.
-- ``images``: a COCO val2014 folder, for ``--model`` runs (the model is shown the image).
-- ``prompt``: the instruction a ``--model`` run sends (default OPERA's "Please describe this image in detail.").
+Benchmark options (``--bench-opt key=value``) are declared once, in :attr:`Chair.options` (``halluscope
+list``, docs/chair.md). Use the ``build`` the figures you compare with were made with: the ground truth of
+that build is used. With ``synonyms=refine`` or a file, the ground truth stays the evaluator's (built with the
+original table).
 """
 
 from __future__ import annotations
@@ -49,6 +38,7 @@ from typing import Any, ClassVar
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.closed import ClosedDataError
 from halluscope.benchmarks.images import locate_image
+from halluscope.claims.chair_words import BUILDS, TAGGERS
 from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.metrics.chair_coco import (
     ChairVocabulary,
@@ -56,7 +46,7 @@ from halluscope.metrics.chair_coco import (
     find_objects,
     judge_caption,
 )
-from halluscope.options import check_options
+from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesError, ResponsesFile
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import MetricDeclaration, MetricTable
@@ -398,6 +388,38 @@ class Chair(Benchmark):
     """CHAIR over the COCO 2014 images a selection names (see the module docstring)."""
 
     name: ClassVar[str] = "chair"
+    title: ClassVar[str] = "CHAIR"
+    options: ClassVar[tuple[BenchmarkOption, ...]] = (
+        BenchmarkOption(
+            "build", "choice", "how words are reduced, and which ground truth is used: OPERA's chair.py (NLTK tags "
+            "+ WordNet lemmatiser) or the original (Pattern's singularize)", default="wordnet", choices=BUILDS,
+        ),
+        BenchmarkOption(
+            "tagger", "choice", "part-of-speech tags for the wordnet build", default="auto", choices=TAGGERS
+        ),
+        BenchmarkOption(
+            "synonyms", "text", "object words: chair (the evaluator's own table, quirks included), refine (Object "
+            "HalBench's synonyms_refine.txt, from the data folder) or a synonym file of that layout",
+            default="chair",
+        ),
+        BenchmarkOption(
+            "ids", "text", "which images: a file (a captions file, chair.py's output, a JSON list, or one id or "
+            "COCO file name a line), or all (every image of the ground truth); without it, images is required",
+        ),
+        BenchmarkOption(
+            "images", "path", "your COCO val2014 images (COCO_val2014_%012d.jpg), shown to the model in --model "
+            "runs; without ids, a seeded sample of them is scored",
+        ),
+        BenchmarkOption(
+            "sample", "int", "without ids: how many of the folder's val2014 images, drawn with "
+            "random.Random(seed).sample from their ids in ascending order", default=500,
+        ),
+        BenchmarkOption("seed", "int", "without ids: the seed of that sample", default=0),
+        BenchmarkOption(
+            "prompt", "text", "the instruction a --model run sends", default=DEFAULT_PROMPT,
+            default_text=f'OPERA\'s "{DEFAULT_PROMPT}"',
+        ),
+    )
 
     def __init__(
         self,
@@ -412,8 +434,6 @@ class Chair(Benchmark):
         seed: int = 0,
         prompt: str = DEFAULT_PROMPT,
     ) -> None:
-        from halluscope.claims.chair_words import BUILDS, TAGGERS
-
         if build not in BUILDS:
             raise ValueError(f"unknown CHAIR build {build!r}; choose {' or '.join(BUILDS)}")
         if tagger not in TAGGERS:
@@ -443,23 +463,11 @@ class Chair(Benchmark):
             _ = self.image_ids  # a bad ids file or images folder is reported now, naming it
 
     @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> Chair:
-        known = ["build", "tagger", "synonyms", "ids", "images", "sample", "seed", "prompt"]
-        # spec.json also records the tokenizer found at run time; recreating a run's benchmark from its spec
-        # (the report does) passes it back: it describes this machine's NLTK data, it is not a choice.
+    def given_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """spec.json also records the tokenizer found at run time; recreating a run's benchmark from its spec
+        (the report does) passes it back: it describes this machine's NLTK data, it is not a choice."""
         options.pop("tokenizer", None)
-        check_options("the CHAIR benchmark", set(options) - set(known), known)
-        return cls(
-            data=data,
-            build=str(options.get("build", "wordnet")),
-            tagger=str(options.get("tagger", "auto")),
-            synonyms=str(options.get("synonyms", "chair")),
-            ids=options.get("ids"),
-            images=Path(options["images"]) if options.get("images") else None,
-            sample=int(options.get("sample", 500)),
-            seed=int(options.get("seed", 0)),
-            prompt=str(options.get("prompt", DEFAULT_PROMPT)),
-        )
+        return options
 
     # -- data -------------------------------------------------------------------------------------------------
 

@@ -31,11 +31,8 @@ Metrics (:mod:`halluscope.metrics.hallusionbench`): aAcc, qAcc, fAcc, easy and h
 language-hallucination / visual-illusion analysis. The official result layout (``HallusionBench.json``
 rows with ``model_prediction``, e.g. ``HallusionBench_result_sample.json``) is accepted as responses.
 
-Benchmark options: ``categories`` (``VD,VS``), ``images``, ``missing_images`` (``refuse`` |
-``fail``), ``prompt``
-(``question``: the question as the file gives it, as the official code and lmms-eval send it; ``yesno``:
-followed by " Please answer yes or no."; ``short``: followed by LLaVA's "Answer the question using a single
-word or phrase.").
+Benchmark options (``--bench-opt``) are declared once, in :attr:`HallusionBench.options` (``halluscope
+list``, docs/hallusionbench.md).
 """
 
 from __future__ import annotations
@@ -51,6 +48,8 @@ from typing import Any, ClassVar
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.closed import ClosedDataError, check_prompt, download_files
 from halluscope.benchmarks.images import (
+    IMAGES_OPTION,
+    MISSING_IMAGES_OPTION,
     TEXT_ONLY,
     ImageLookup,
     check_missing_policy,
@@ -62,7 +61,7 @@ from halluscope.cache import default_cache_dir
 from halluscope.jsonio import loads_json
 from halluscope.judges.answers import parse_yes_no
 from halluscope.judges.hallusionbench import HallusionGrade, HallusionGrader, HallusionItem
-from halluscope.options import check_options
+from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesFile
 from halluscope.stages import Failure, MetricDeclaration, MetricTable, TaskOrder
 from halluscope.types import Response, Sample, SampleRecord
@@ -141,6 +140,24 @@ def _resolve(data: Path | None) -> Path:
 
 class HallusionBench(Benchmark):
     name: ClassVar[str] = "hallusionbench"
+    title: ClassVar[str] = "HallusionBench"
+    options: ClassVar[tuple[BenchmarkOption, ...]] = (
+        BenchmarkOption(
+            "categories", "csv", "visual dependent and/or visual supplement questions",
+            default=("VD", "VS"), choices=("VD", "VS"),
+        ),
+        BenchmarkOption("judge", "text", "the old spelling of --judge (moved into the judge slot with a note)"),
+        BenchmarkOption("llm_model", "text", "the old spelling of --judge-model"),
+        BenchmarkOption("llm_base_url", "text", "the old spelling of --judge-opt base_url"),
+        BenchmarkOption("llm_api_key_env", "text", "the old spelling of --judge-opt api_key_env"),
+        IMAGES_OPTION,
+        MISSING_IMAGES_OPTION,
+        BenchmarkOption(
+            "prompt", "choice", "question: as the file gives it (the official code, lmms-eval); yesno: followed "
+            "by \" Please answer yes or no.\"; short: followed by LLaVA's \"Answer the question using a single "
+            "word or phrase.\"", default="question", choices=tuple(PROMPTS),
+        ),
+    )
     default_judge: ClassVar[str | None] = "parser"
     judge_kind: ClassVar[str] = "answers"
 
@@ -186,28 +203,6 @@ class HallusionBench(Benchmark):
         self._legacy_grader: HallusionGrader | None = None
         #: The grader that scored in this process (its name decides the metrics' headline).
         self.grader_name: str | None = self.legacy_judge[0] if self.legacy_judge else None
-
-    @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> HallusionBench:
-        known = [
-            "categories", "judge", "llm_model", "llm_base_url", "llm_api_key_env", "images", "prompt",
-            "missing_images",
-        ]
-        check_options("the HallusionBench benchmark", set(options) - set(known), known)
-        categories = options.get("categories", "VD,VS")
-        if isinstance(categories, str):
-            categories = [c.strip() for c in categories.split(",") if c.strip()]
-        return cls(
-            data=data,
-            categories=categories,
-            judge=str(options["judge"]) if options.get("judge") is not None else None,
-            llm_model=options.get("llm_model"),
-            llm_base_url=options.get("llm_base_url"),
-            llm_api_key_env=options.get("llm_api_key_env"),
-            images=Path(options["images"]) if options.get("images") else None,
-            prompt=str(options.get("prompt", "question")),
-            missing_images=str(options.get("missing_images", "refuse")),
-        )
 
     @cached_property
     def rows(self) -> list[dict[str, Any]]:

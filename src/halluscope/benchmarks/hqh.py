@@ -20,9 +20,8 @@ is left out of the rates. An item missing a required field is treated the same w
 Every record carries the item's hallucination type in ``metadata["type"]`` (and at the top level as
 ``type``), so tools that tabulate coverage of hallucination types read it from there.
 
-Benchmark options (``--bench-opt key=value``): ``images`` (a Visual Genome folder holding ``VG_100K`` /
-``VG_100K_2`` or the images themselves), ``image_data`` (path to ``image_data.json``), ``types`` (comma
-list, e.g. ``count,OCR``; ``counting`` is read as ``count``).
+Benchmark options (``--bench-opt key=value``) are declared once, in :attr:`HQH.options` (``halluscope list``,
+docs/hqh.md).
 """
 
 from __future__ import annotations
@@ -31,20 +30,27 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
+from halluscope.benchmarks.images import (
+    IMAGES_OPTION,
+    MISSING_IMAGES_OPTION,
+    ImageLookup,
+    check_missing_policy,
+    image_spec,
+    locate_image,
+)
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.jsonio import loads_json
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.judges.hqh_rules import empty_answer, parse_numbers
 from halluscope.metrics.hqh import TYPE_COLUMNS, record_type
-from halluscope.options import check_options, split_csv
+from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, MetricDeclaration, MetricTable, SampleSource
@@ -275,6 +281,20 @@ class HQH(Benchmark):
     """The HQH benchmark: one judged verdict per answer, hallucination rates per type and overall."""
 
     name: ClassVar[str] = "hqh"
+    title: ClassVar[str] = "HQH"
+    options: ClassVar[tuple[BenchmarkOption, ...]] = (
+        replace(IMAGES_OPTION, help="a Visual Genome folder holding VG_100K / VG_100K_2 or the images themselves, "
+                "shown to the model in --model runs"),
+        BenchmarkOption(
+            "image_data", "path", "the image-information file (region descriptions)",
+            default_text="image_data.json beside HQH.json",
+        ),
+        BenchmarkOption(
+            "types", "csv", "which hallucination types (counting is read as count, ocr as OCR)",
+            choices=TYPES, default_text="all",
+        ),
+        MISSING_IMAGES_OPTION,
+    )
     default_extractor: ClassVar[str | None] = None
     #: Offline by default, like every halluscope default; ``--judge hqh-llm`` is the paper's protocol.
     default_judge: ClassVar[str | None] = "hqh-rules"
@@ -299,19 +319,6 @@ class HQH(Benchmark):
                 raise ValueError(f"the HQH benchmark: unknown type {value!r}; choose from {', '.join(TYPES)}")
             chosen.append(kind)
         self.types = sorted(set(chosen), key=TYPES.index) if chosen else None
-
-    @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> HQH:
-        """Registry factory: options as strings/numbers from ``--bench-opt`` (see the module docstring)."""
-        known = {"images", "image_data", "types", "missing_images"}
-        check_options("the HQH benchmark", set(options) - known, known)
-        return cls(
-            data=Path(data) if data is not None else None,
-            images=Path(options["images"]) if options.get("images") else None,
-            image_data=Path(options["image_data"]) if options.get("image_data") else None,
-            types=split_csv(options["types"]) if options.get("types") else None,
-            missing_images=str(options.get("missing_images", "refuse")),
-        )
 
     # -- data -------------------------------------------------------------------------------------------
 

@@ -25,11 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
+from halluscope.options import BenchmarkOption
 from halluscope.types import Sample
 
 __all__ = [
+    "IMAGES_OPTION",
     "IMAGE_OUTSIDE",
     "MISSING_IMAGES",
+    "MISSING_IMAGES_OPTION",
     "TEXT_ONLY",
     "ImageLookup",
     "check_missing_policy",
@@ -47,6 +50,15 @@ IMAGE_OUTSIDE = "image_outside"
 #: What a run asking a model does with selected samples whose image is missing: ``refuse`` to start (the
 #: default), or ``fail`` them (recorded as failures, never asked) and go on with the rest.
 MISSING_IMAGES = ("refuse", "fail")
+
+#: The two image options, declared once for every benchmark with pictures.
+IMAGES_OPTION = BenchmarkOption(
+    "images", "path", "the folder of the benchmark's images, shown to the model in --model runs; scoring never needs it"
+)
+MISSING_IMAGES_OPTION = BenchmarkOption(
+    "missing_images", "choice", "fail: a --model run records the samples whose image is missing as failures and "
+    "asks the rest; refuse: it does not start", default="refuse", choices=MISSING_IMAGES,
+)
 
 
 def check_missing_policy(value: Any) -> str:

@@ -23,7 +23,8 @@ file named as the last part of its ``image_src`` (``7206072054_c53d53b97d_o.jpg`
 next to the template is used when there is one. The judge never sees the photo (the benchmark's judge
 is text-only: it reads the labels and the reference).
 
-Benchmark options: ``images``, ``types`` (comma list).
+Benchmark options (``--bench-opt``) are declared once, in :attr:`MMHal.options` (``halluscope list``,
+docs/mmhal.md).
 """
 
 from __future__ import annotations
@@ -31,18 +32,26 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
+from halluscope.benchmarks.images import (
+    IMAGES_OPTION,
+    MISSING_IMAGES_OPTION,
+    ImageLookup,
+    check_missing_policy,
+    image_spec,
+    locate_image,
+)
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.jsonio import loads_json
 from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
 from halluscope.metrics.mmhal import TYPES, mmhal_table
-from halluscope.options import check_options, split_csv
+from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
 from halluscope.stages import Failure, MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord
@@ -192,6 +201,12 @@ class MMHal(Benchmark):
     """MMHal-Bench: one 0–6 rating per answer; average score and hallucination rate, per question type."""
 
     name: ClassVar[str] = "mmhal"
+    title: ClassVar[str] = "MMHal-Bench"
+    options: ClassVar[tuple[BenchmarkOption, ...]] = (
+        replace(IMAGES_OPTION, default_text="images/ beside the template, when there is one"),
+        BenchmarkOption("types", "csv", "which question types", choices=TYPES, default_text="all"),
+        MISSING_IMAGES_OPTION,
+    )
     default_extractor: ClassVar[str | None] = None
     #: The benchmark's protocol is an LLM judge; there is no offline judge good enough to be a default
     #: (docs/mmhal.md), so ``--judge mmhal-llm`` is the default and needs an endpoint or ``--judge-model local``.
@@ -219,18 +234,6 @@ class MMHal(Benchmark):
                 raise ValueError(f"the MMHal-Bench benchmark: unknown type {value!r}; choose from {', '.join(TYPES)}")
             chosen.append(kind)
         self.types = sorted(set(chosen), key=TYPES.index) if chosen else None
-
-    @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> MMHal:
-        """Registry factory: options from ``--bench-opt`` (see the module docstring)."""
-        known = {"images", "types", "missing_images"}
-        check_options("the MMHal-Bench benchmark", set(options) - known, known)
-        return cls(
-            data=Path(data) if data is not None else None,
-            images=Path(options["images"]) if options.get("images") else None,
-            types=split_csv(options["types"]) if options.get("types") else None,
-            missing_images=str(options.get("missing_images", "refuse")),
-        )
 
     @cached_property
     def records(self) -> list[Any]:

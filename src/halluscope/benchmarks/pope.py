@@ -25,11 +25,9 @@ Metrics (0–100, "yes" the positive class): accuracy, precision, recall, F1, an
 - ``vlmevalkit``: VLMEvalKit's reading and rating (:mod:`halluscope.metrics.vlmevalkit`), to reproduce a
   VLMEvalKit ``POPE_score.csv``; the headline and per-set numbers are VLMEvalKit's, both other readings kept.
 
-Benchmark options (``--bench-opt``): ``sources`` and ``settings`` (comma lists),
-``mode`` (``robust`` | ``paper`` | ``vlmevalkit``), ``labels`` (``pope`` | ``repope``: RePOPE's corrected
-COCO labels, :mod:`halluscope.benchmarks.repope`; ``repope_data`` its folder), ``questions`` (the question
-file an answers file in LLaVA's layout was made from, :mod:`halluscope.importers.llava`), ``images`` (the photo
-folder), ``missing_images`` (``refuse`` | ``fail``), ``prompt`` (what the model is asked, see :data:`PROMPTS`).
+Benchmark options (``--bench-opt``) are declared once, in :attr:`Pope.options` (``halluscope list``, docs/pope.md);
+``labels=repope`` reads RePOPE's corrected COCO labels (:mod:`halluscope.benchmarks.repope`), ``questions`` is
+read by :mod:`halluscope.importers.llava`.
 """
 
 from __future__ import annotations
@@ -51,11 +49,18 @@ from halluscope.benchmarks.closed import (
     read_json_rows,
     yes_no_record,
 )
-from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
+from halluscope.benchmarks.images import (
+    IMAGES_OPTION,
+    MISSING_IMAGES_OPTION,
+    ImageLookup,
+    check_missing_policy,
+    image_spec,
+    locate_image,
+)
 from halluscope.benchmarks.yes_no import yes_no_declarations, yes_no_table
 from halluscope.cache import default_cache_dir
 from halluscope.jsonio import MAX_LINE_DEPTH, iter_jsonl, loads_json
-from halluscope.options import check_options
+from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesFile
 from halluscope.stages import ExternalRow, MetricDeclaration, MetricTable, TaskOrder
 from halluscope.types import Response, Sample, SampleRecord
@@ -154,6 +159,32 @@ class Pope(Benchmark):
     """The POPE benchmark over the official question files."""
 
     name: ClassVar[str] = "pope"
+    title: ClassVar[str] = "POPE"
+    options: ClassVar[tuple[BenchmarkOption, ...]] = (
+        BenchmarkOption(
+            "sources", "csv", "which sources' sets", default=SOURCES, choices=SOURCES,
+            default_text=f"{','.join(SOURCES)} (coco with labels=repope)",
+        ),
+        BenchmarkOption("settings", "csv", "which samplings", default=SETTINGS, choices=SETTINGS),
+        BenchmarkOption(
+            "mode", "choice", "which reading of yes/no gives the headline (every record carries each)",
+            default="robust", choices=("robust", "paper", "vlmevalkit"),
+        ),
+        BenchmarkOption(
+            "labels", "choice", "repope: RePOPE's corrected labels of the COCO sets", default="pope",
+            choices=("pope", "repope"),
+        ),
+        BenchmarkOption("repope_data", "path", "the folder of RePOPE's files (else they are downloaded)"),
+        BenchmarkOption(
+            "questions", "path", "the question file an answers file in LLaVA's layout was made from"
+        ),
+        IMAGES_OPTION,
+        MISSING_IMAGES_OPTION,
+        BenchmarkOption(
+            "prompt", "choice", "what the model is asked: the file's question, with a yes/no instruction, or "
+            "with LLaVA-1.5's short-answer one", default="question", choices=tuple(PROMPTS),
+        ),
+    )
 
     def __init__(
         self,
@@ -169,6 +200,8 @@ class Pope(Benchmark):
         repope_data: Path | None = None,
         questions: Path | None = None,
     ) -> None:
+        sources = _csv(sources, SOURCES, "source")
+        settings = _csv(settings, SETTINGS, "setting")
         if labels not in ("pope", "repope"):
             raise ValueError(f"unknown POPE labels {labels!r}; choose pope or repope")
         if labels == "repope" and any(src != "coco" for src in sources):
@@ -194,26 +227,9 @@ class Pope(Benchmark):
         self._found: dict[str, ImageLookup] = {}
 
     @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> Pope:
-        known = [
-            "sources", "settings", "mode", "images", "prompt", "missing_images",
-            "labels", "repope_data", "questions",
-        ]  # fmt: skip
-        check_options("the POPE benchmark", set(options) - set(known), known)
-        labels = str(options.get("labels", "pope"))
-        default_sources = "coco" if labels == "repope" else ",".join(SOURCES)
-        return cls(
-            data=data,
-            labels=labels,
-            repope_data=Path(options["repope_data"]) if options.get("repope_data") else None,
-            questions=Path(options["questions"]) if options.get("questions") else None,
-            sources=_csv(options.get("sources", default_sources), SOURCES, "source"),
-            settings=_csv(options.get("settings", ",".join(SETTINGS)), SETTINGS, "setting"),
-            mode=str(options.get("mode", "robust")),
-            images=Path(options["images"]) if options.get("images") else None,
-            prompt=str(options.get("prompt", "question")),
-            missing_images=str(options.get("missing_images", "refuse")),
-        )
+    def computed_defaults(cls, chosen: dict[str, Any]) -> dict[str, Any]:
+        """RePOPE relabels only the COCO sets, so ``labels=repope`` alone means those."""
+        return {"sources": ("coco",)} if str(chosen.get("labels", "pope")) == "repope" else {}
 
     @cached_property
     def rows(self) -> dict[tuple[str, str], list[dict[str, Any]]]:

@@ -22,11 +22,8 @@ its questions become PROVE items with exact tuples (the known-truth setting).
 (``test_01234-0``, ``test_01234-1``, ...). Items that carry their own ``id`` (and ``image_id``), as
 ``halluscope build prove`` writes them, keep those.
 
-**Benchmark options** (``--bench-opt key=value``): ``images`` (folder of the images), ``tuples``
-(``rules`` offline default | ``llm``), ``tuple_model``, ``tuple_base_url``, ``tuple_api_key_env``,
-``embedding_model`` (any sentence-transformers model; default the packaged all-MiniLM-L6-v2),
-``tuple_text`` (``phrase`` | ``raw``), ``device``, ``hub_repo``,
-``missing_images`` (``refuse`` | ``fail``: what a run asking a model does when images are missing).
+**Benchmark options** (``--bench-opt key=value``) are declared once, in :attr:`Prove.options` (``halluscope
+list``, docs/prove.md).
 **Visual entailment** (Eq. 2's second chance for a tuple the scene graph does not cover) is the run's judge
 slot (``judge_kind`` "visual-entailment"): ``--judge none`` (default), ``--judge vlm --judge-model M``
 (any VLM on an OpenAI-compatible endpoint) or ``--judge itm`` (a transformers ITM model; ``--judge-opt
@@ -45,19 +42,26 @@ import os
 import warnings
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
+from halluscope.benchmarks.images import (
+    IMAGES_OPTION,
+    MISSING_IMAGES_OPTION,
+    ImageLookup,
+    check_missing_policy,
+    image_spec,
+    locate_image,
+)
 from halluscope.claims.dsg import TUPLE_EXTRACTORS, TupleExtractor
 from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.judges.prove import ProveItem, ProveResult, ProveScorer
 from halluscope.judges.visual_entailment import VisualEntailment, make_visual_entailment
 from halluscope.metrics.prove import prove_declarations, prove_metrics, prove_tables, question_type
-from halluscope.options import check_options
+from halluscope.options import BenchmarkOption
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.tuples import (
     SceneTuple,
@@ -72,11 +76,6 @@ from halluscope.types import Claim, Response, Sample, SampleRecord
 
 HUB_REPO = "Salesforce/PROVE"
 DATA_NAMES = ("prove.json", "prove.jsonl", "data.json", "test.json")
-OPTIONS = (
-    "images", "tuples", "tuple_model", "tuple_base_url", "tuple_api_key_env", "embedding_model",
-    "entailment", "entailment_model", "entailment_base_url", "entailment_api_key_env", "tuple_text",
-    "device", "hub_repo", "missing_images",
-)
 
 
 class ProveDataError(ValueError):
@@ -262,6 +261,31 @@ class Prove(Benchmark):
     """PROVE's open questions, scored by hscore / tscore (see the module docstring)."""
 
     name: ClassVar[str] = "prove"
+    title: ClassVar[str] = "PROVE"
+    options: ClassVar[tuple[BenchmarkOption, ...]] = (
+        replace(IMAGES_OPTION, default_text="images/ beside the data, then beside it"),
+        BenchmarkOption(
+            "tuples", "choice", "how an answer's tuples are extracted: rules (offline) or an LLM", default="rules",
+            choices=tuple(TUPLE_EXTRACTORS.names()),
+        ),
+        BenchmarkOption("tuple_model", "text", "the LLM of tuples=llm"),
+        BenchmarkOption("tuple_base_url", "text", "its OpenAI-compatible endpoint"),
+        BenchmarkOption("tuple_api_key_env", "text", "the environment variable holding its API key"),
+        BenchmarkOption(
+            "embedding_model", "text", "any sentence-transformers model", default_text="the packaged all-MiniLM-L6-v2"
+        ),
+        BenchmarkOption("entailment", "text", "the old spelling of --judge (moved into the judge slot with a note)"),
+        BenchmarkOption("entailment_model", "text", "the old spelling of --judge-model"),
+        BenchmarkOption("entailment_base_url", "text", "the old spelling of --judge-opt base_url"),
+        BenchmarkOption("entailment_api_key_env", "text", "the old spelling of --judge-opt api_key_env"),
+        BenchmarkOption(
+            "tuple_text", "choice", "the text a tuple is embedded as: a phrase made from it, or the tuple as written",
+            default="phrase", choices=("phrase", "raw"),
+        ),
+        BenchmarkOption("device", "text", "where the embedding and ITM models run", default="cpu"),
+        BenchmarkOption("hub_repo", "text", "the Hugging Face dataset downloaded without --data", default=HUB_REPO),
+        MISSING_IMAGES_OPTION,
+    )
     default_judge: ClassVar[str | None] = "none"
     judge_kind: ClassVar[str] = "visual-entailment"
 
@@ -326,13 +350,6 @@ class Prove(Benchmark):
         self._scorer: ProveScorer | None = None
         self._graphs: dict[str, SceneGraph | Failure] = {}
         self.rows  # noqa: B018 - fail early, naming the file, if it cannot be read
-
-    @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> Prove:
-        check_options("the PROVE benchmark", set(options) - set(OPTIONS), OPTIONS)
-        if options.get("images") is not None:
-            options["images"] = Path(options["images"])
-        return cls(data=data, **options)
 
     # -- data ------------------------------------------------------------------------------------------
 

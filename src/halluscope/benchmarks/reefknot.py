@@ -22,9 +22,8 @@ The VQA entailment judge fills the run's judge slot like every other benchmark's
 names the judge that ran. Yes/no and multiple choice use no judge and no extractor: with no VQA sample
 selected, ``--judge`` is an error.
 
-Benchmark options (``--bench-opt key=value``): ``images`` (a Visual Genome folder holding ``VG_100K`` and
-``VG_100K_2``), ``tasks`` (``yesno,mcq,vqa``), ``relation_types`` (``perception,cognitive``),
-``mode`` (``robust`` | ``paper``), ``entropy_threshold``.
+Benchmark options (``--bench-opt key=value``) are declared once, in :attr:`Reefknot.options` (``halluscope
+list``, docs/reefknot.md).
 """
 
 from __future__ import annotations
@@ -32,13 +31,20 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import ImageLookup, check_missing_policy, image_spec, locate_image
+from halluscope.benchmarks.images import (
+    IMAGES_OPTION,
+    MISSING_IMAGES_OPTION,
+    ImageLookup,
+    check_missing_policy,
+    image_spec,
+    locate_image,
+)
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.gcpause import gc_paused
@@ -54,7 +60,7 @@ from halluscope.judges.answers import (
 )
 from halluscope.judges.entailment import Entailment, EntailmentModelError
 from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, answer_probabilities, entropy_bits
-from halluscope.options import check_options
+from halluscope.options import BenchmarkOption
 from halluscope.responses import (
     REEFKNOT_FILES,
     REEFKNOT_TYPES,
@@ -252,6 +258,27 @@ class Reefknot(Benchmark):
     """The Reefknot benchmark (official data or a folder written by ``halluscope build reefknot``)."""
 
     name: ClassVar[str] = "reefknot"
+    title: ClassVar[str] = "Reefknot"
+    #: A judge object given to the constructor (``entailment=``) is the Python API's alone: it is no option,
+    #: since spec.json could not record it.
+    options: ClassVar[tuple[BenchmarkOption, ...]] = (
+        BenchmarkOption(
+            "mode", "choice", "which rule set gives correct (both are always computed)", default="robust",
+            choices=MODES,
+        ),
+        BenchmarkOption("tasks", "csv", "which tasks", choices=TASKS, default_text="all"),
+        BenchmarkOption(
+            "relation_types", "csv", "which relation types (perceptive and cognition are read too)",
+            choices=("perception", "cognitive"), default_text="all",
+        ),
+        replace(IMAGES_OPTION, help="a Visual Genome folder: <image_id>.jpg is looked up in VG_100K/, VG_100K_2/ "
+                "and the folder itself; shown to the model in --model runs"),
+        MISSING_IMAGES_OPTION,
+        BenchmarkOption(
+            "entropy_threshold", "float", "the confidence detector's threshold for yes/no (bits; scaled x2 for 4 "
+            "options)", default=PAPER_ENTROPY_THRESHOLD,
+        ),
+    )
     default_judge: ClassVar[str | None] = "nli"
     judge_kind: ClassVar[str] = "entailment"
 
@@ -294,34 +321,16 @@ class Reefknot(Benchmark):
         self.entropy_threshold = float(entropy_threshold)
 
     @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> Reefknot:
-        """Registry factory: options as strings/numbers from ``--bench-opt`` (see the module docstring)."""
-        known = {
-            "images",
-            "tasks",
-            "relation_types",
-            "mode",
-            "entailment",
-            "entropy_threshold",
-            "missing_images",
-        }
+    def given_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """The options that chose the VQA judge before it came through the judge slot are refused, each with its
+        new spelling, rather than called unknown."""
         moved = sorted(set(options) & set(_MOVED_TO_JUDGE))
         if moved:
             raise ValueError(
                 "the Reefknot VQA judge is chosen through the judge slot now: "
                 + "; ".join(f"instead of --bench-opt {k}, use {_MOVED_TO_JUDGE[k]}" for k in moved)
             )
-        check_options("the Reefknot benchmark", set(options) - known, known)
-        for key in ("tasks", "relation_types"):
-            if key in options:
-                options[key] = _split_csv(options[key])
-        if options.get("images") is not None:
-            options["images"] = Path(options["images"])
-        if options.get("nli_batch_size") is not None:
-            options["nli_batch_size"] = int(options["nli_batch_size"])
-        if options.get("entropy_threshold") is not None:
-            options["entropy_threshold"] = float(options["entropy_threshold"])
-        return cls(data=Path(data) if data is not None else None, **options)
+        return options
 
     # -- data ---------------------------------------------------------------------------------------
 

@@ -34,7 +34,6 @@ from halluscope.builders.synthetic import (
 )
 from halluscope.cache import default_cache_dir
 from halluscope.metrics.triplets import triplet_metrics
-from halluscope.options import check_options
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord, VerdictLabel
@@ -71,11 +70,6 @@ class SyntheticBenchmark(Benchmark):
             )
         self.scene_data  # noqa: B018 - fail early, naming the folder, if it is not a synthetic build
         self.questions  # noqa: B018
-
-    @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> SyntheticBenchmark:
-        check_options("the synthetic benchmark", options, [])
-        return cls(data=data)
 
     @cached_property
     def scene_data(self) -> dict[str, SyntheticScene]:

@@ -13,18 +13,25 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.images import check_missing_policy, image_spec, locate_image
+from halluscope.benchmarks.images import (
+    IMAGES_OPTION,
+    MISSING_IMAGES_OPTION,
+    check_missing_policy,
+    image_spec,
+    locate_image,
+)
 from halluscope.benchmarks.triplets import score_open_answers, triplet_declarations, triplet_tables
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.jsonio import loads_json
 from halluscope.metrics.triplets import triplet_metrics
-from halluscope.options import check_options
+from halluscope.options import BenchmarkOption
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import TripletParseError, parse_triplet_string
 from halluscope.stages import MetricDeclaration, MetricTable, SampleSource
@@ -115,6 +122,11 @@ class TriHE(Benchmark):
     """The Tri-HE benchmark: open questions, answers judged claim by claim against the scene graph."""
 
     name: ClassVar[str] = "tri-he"
+    title: ClassVar[str] = "Tri-HE"
+    options: ClassVar[tuple[BenchmarkOption, ...]] = (
+        replace(IMAGES_OPTION, default_text="images/ beside the data file"),
+        MISSING_IMAGES_OPTION,
+    )
     default_extractor: ClassVar[str | None] = "rules"
     #: The best offline configuration on hand-labelled real answers (docs/calibration.md): rules + typed,
     #: read by its contradicted rate. ``--judge similarity`` is Tri-HE's paper protocol (NLI-style judge).
@@ -129,17 +141,6 @@ class TriHE(Benchmark):
         self.path = resolve_data_path(data)
         self.images_dir = Path(images) if images else self.path.parent / "images"
         self.missing_images = check_missing_policy(missing_images)
-
-    @classmethod
-    def from_options(cls, data: Path | None = None, **options: Any) -> TriHE:
-        images = options.pop("images", None)
-        missing = options.pop("missing_images", "refuse")
-        check_options("the Tri-HE benchmark", options, ["images", "missing_images"])
-        return cls(
-            data=data,
-            images=Path(images) if images else None,
-            missing_images=str(missing),
-        )
 
     @cached_property
     def raw(self) -> dict[str, dict[str, Any]]:

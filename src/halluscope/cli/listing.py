@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 
 def list_components() -> None:
-    """List the registered benchmarks, claim extractors, judges and model providers."""
+    """List the registered benchmarks, claim extractors, judges and model providers, and each benchmark's
+    options (--bench-opt)."""
     from rich.table import Table
 
     from halluscope.benchmarks import BENCHMARKS
@@ -33,6 +34,24 @@ def list_components() -> None:
         for name in registry.names():
             table.add_row(kind, name, registry.descriptions.get(name, ""))
     console().print(table)
+    console().print(benchmark_options_table())
+
+
+def benchmark_options_table() -> Any:
+    """Every benchmark's options, from what each declares (so this table cannot fall behind the code)."""
+    from rich.table import Table
+
+    from halluscope.benchmarks import BENCHMARKS, benchmark_class
+    from halluscope.options import option_rows
+
+    table = Table(title="benchmark options (--bench-opt key=value)")
+    for column in ("benchmark", "option", "values", "default", "what it does"):
+        table.add_column(column)
+    for name in BENCHMARKS.names():
+        rows = option_rows(benchmark_class(name).options) or [("(none)", "", "", "")]
+        for index, (option, values, default, text) in enumerate(rows):
+            table.add_row(name if index == 0 else "", option, values, default, text, end_section=index == len(rows) - 1)
+    return table
 
 
 def register(app: typer.Typer) -> None:

@@ -62,7 +62,8 @@ class RespondFlags:
         int | None, typer.Option(help="Keep per-token log-probabilities with this many alternatives.")
     ] = None
     bench_opt: Annotated[
-        list[str] | None, typer.Option(help="Benchmark option key=value (repeatable).")
+        list[str] | None,
+        typer.Option(help="Benchmark option key=value (repeatable); halluscope list shows each benchmark's."),
     ] = None
     cache: Annotated[Path | None, typer.Option(help="Cache file (default: the user cache).")] = None
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False

@@ -88,7 +88,8 @@ class RunFlags:
         ),
     ] = None
     bench_opt: Annotated[
-        list[str] | None, typer.Option(help="Benchmark option key=value (repeatable).")
+        list[str] | None,
+        typer.Option(help="Benchmark option key=value (repeatable); halluscope list shows each benchmark's."),
     ] = None
     limit: Annotated[
         int | None, typer.Option(help="Ask and score only the first N samples, in the benchmark's order.")
