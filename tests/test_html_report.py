@@ -348,9 +348,12 @@ def test_a_run_as_the_runner_writes_it_gets_tri_he_scenes_and_images(tmp_path: P
     from halluscope.benchmarks.tri_he import TriHE
     from halluscope.cache import Cache
     from halluscope.runs.runner import build_spec
+    from halluscope.runs.selection import every_sample
 
+    benchmark = TriHE(data=TRI_HE / "tri-he.json")
     spec = build_spec(
-        TriHE(data=TRI_HE / "tri-he.json"),
+        benchmark,
+        every_sample(benchmark),
         ScoringContext(cache=Cache(None)),
         {"model": {"provider": "replay", "path": "answers.jsonl"}},
     )
