@@ -55,7 +55,7 @@ from halluscope.runs.store import (
     start_run,
     write_metric_tables,
 )
-from halluscope.stages import Benchmark, ScoringContext
+from halluscope.stages import Benchmark, MetricTable, ScoringContext
 from halluscope.types import MetricsReport, Response, SampleRecord
 from halluscope.version import __version__
 
@@ -262,10 +262,12 @@ async def run_benchmark_async(
             )  # fmt: skip
             records = read_records(out_dir)
             report = benchmark.metrics(records)
+            # One build of the tables serves the intervals, the saved tables and the judge correction.
+            tables = benchmark.metric_tables(records) if benchmark.metric_declarations() else {}
             report.intervals, report.group_intervals = headline_intervals(
-                benchmark, records, settings.interval_level, out_dir
+                benchmark, records, settings.interval_level, out_dir, tables=tables
             )
-            report.judge_error = _judge_error(benchmark, records, ctx, settings.interval_level)
+            report.judge_error = _judge_error(benchmark, records, tables, ctx, settings.interval_level)
         report.counts["corrupt_log_lines"] = len(scan.corrupt)
         if scan.corrupt:
             report.details["corrupt_log_lines"] = [
@@ -278,16 +280,22 @@ async def run_benchmark_async(
 
 
 def headline_intervals(
-    benchmark: Benchmark, records: Sequence[SampleRecord], level: float = DEFAULT_LEVEL, out_dir: Path | None = None
+    benchmark: Benchmark,
+    records: Sequence[SampleRecord],
+    level: float = DEFAULT_LEVEL,
+    out_dir: Path | None = None,
+    *,
+    tables: Mapping[str, MetricTable] | None = None,
 ) -> tuple[dict[str, dict[str, Any] | None], dict[str, dict[str, dict[str, Any] | None]]]:
     """The interval of each metric the benchmark declares, overall and per group, as ``metrics.json`` holds
-    them; with ``out_dir``, the tables they come from are saved there too (``metric_tables.json``)."""
+    them; with ``out_dir``, the tables they come from are saved there too (``metric_tables.json``). ``tables``:
+    the benchmark's tables of these records when the caller already built them."""
     from halluscope.metrics.declared import declared_group_intervals, declared_intervals, declared_value
 
     declarations = benchmark.metric_declarations()
     if not declarations:
         return {}, {}
-    tables = benchmark.metric_tables(records)
+    tables = tables if tables is not None else benchmark.metric_tables(records)
     if out_dir is not None:
         write_metric_tables(out_dir, declarations, tables)
     intervals = declared_intervals(declarations, tables, level=level)
@@ -304,14 +312,18 @@ def headline_intervals(
 
 
 def _judge_error(
-    benchmark: Benchmark, records: Sequence[SampleRecord], ctx: ScoringContext, level: float
+    benchmark: Benchmark,
+    records: Sequence[SampleRecord],
+    tables: Mapping[str, MetricTable],
+    ctx: ScoringContext,
+    level: float,
 ) -> dict[str, Any]:
     from halluscope.runs.judge_error import judge_error_section, reader_section
 
     declarations = benchmark.metric_declarations()
     section: dict[str, Any] = {}
     if any(d.judged for d in declarations) and ctx.judge is not None:
-        section = judge_error_section(ctx.judge, declarations, benchmark.metric_tables(records), level)
+        section = judge_error_section(ctx.judge, declarations, tables, level)
     reader = benchmark.answer_reader()
     if reader is not None and records:
         section["reader"] = reader_section(reader)
