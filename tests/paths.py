@@ -29,6 +29,7 @@ HALLUSIONBENCH_DIR = FULL_DATA / "hallusionbench"
 REPOPE_DIR = FULL_DATA / "repope"
 PEER_OUTPUTS = FULL_DATA / "peer-outputs"
 MMHAL_DIR = FULL_DATA / "mmhal-bench"
+GAVIE_SET = FULL_DATA / "gavie" / "evaluation_set.json"
 
 # The committed excerpts, in the same layout as the full files.
 EXCERPTS = REPO_ROOT / "tests" / "data" / "excerpts"

@@ -45,7 +45,8 @@ def test_each_doc_page_holds_the_table_of_the_declared_options(name: str) -> Non
     expected = markdown_table(declared)
     if os.environ.get("HALLUSCOPE_WRITE_OPTION_TABLES"):
         text = PAGES[name].read_text(encoding="utf-8")
-        PAGES[name].write_text(text.replace(_documented_table(PAGES[name]), expected), encoding="utf-8")
+        before, rest = text.split(BEGIN, 1)
+        PAGES[name].write_text(before + BEGIN + expected + END + rest.split(END, 1)[1], encoding="utf-8")
     assert _documented_table(PAGES[name]) == expected, f"{PAGES[name]}: the options table is out of date"
 
 

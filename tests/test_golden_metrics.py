@@ -33,6 +33,7 @@ from tests.layouts import reefknot_layout, synthetic_layouts, tri_he_layout
 from tests.paths import (
     AMBER_EXCERPT,
     FULL_DATA,
+    GAVIE_SET,
     HALLUSIONBENCH_EXCERPT,
     HQH_DIR,
     MMHAL_DIR,
@@ -168,6 +169,9 @@ def _scripted_judge(body: Any) -> Reply:
     if "Model's answer:" in prompt:
         answer = prompt.split("Model's answer:")[1]
         return completion(f"The answer is compared with the reference.\nRating: {len(answer) % 7}")
+    if "Region descriptions:" in prompt:  # GAVIE: two scores from the lengths of the instruction and the answer
+        instruction, answer = prompt.split("Instruction: ")[1].split("\n\nAnswer: ")
+        return completion(f"Compared.\nRelevancy: {len(instruction) % 11}\nAccuracy: {len(answer) % 11}")
     first = re.search(r"First statement: (.*)", prompt)
     second = re.search(r"Second statement: (.*)", prompt)
     if first and second:
@@ -180,6 +184,18 @@ def _mmhal(tmp: Path, base_url: str) -> list[str]:
     answers = MMHAL_DIR / "responses" / "llava_7b.json"
     return ["-b", "mmhal", "--data", str(MMHAL_DIR), "-r", str(answers), "--judge-model", "m", "--base-url",
             base_url, "--max-failure-share", "1"]
+
+
+def _gavie(tmp: Path, base_url: str) -> list[str]:
+    """GAVIE's released instructions about the one image whose region descriptions are in tests/data, each
+    answered by one of the five real answers of the benchmark's judge example, in turn."""
+    excerpt = Path(__file__).parent / "data" / "gavie"
+    answers = [str(r["response"]) for r in json.loads((excerpt / "example_answers.json").read_text())]
+    ids = [s.id for s in BENCHMARKS.create("gavie", data=GAVIE_SET).samples() if s.image_id == "2357436"]
+    rows = [{"id": i, "response": answers[n % len(answers)]} for n, i in enumerate(ids)]
+    return ["-b", "gavie", "--data", str(GAVIE_SET), "--bench-opt", f"regions={excerpt / 'region_descriptions.json'}",
+            "-r", str(_write(tmp / "answers.jsonl", rows)), "--only-answered", "--judge-model", "m",
+            "--base-url", base_url]
 
 
 def _reefknot_vqa(tmp: Path, base_url: str) -> list[str]:
@@ -210,7 +226,7 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
 FULL_DATA_CASES: dict[str, Callable[[Path], list[str]]] = {"hqh": _hqh, "chair": _chair}
 #: Cases judged by the scripted judge: they are given its address.
 JUDGED_CASES: dict[str, Callable[[Path, str], list[str]]] = {"reefknot-vqa": _reefknot_vqa}
-FULL_DATA_JUDGED_CASES: dict[str, Callable[[Path, str], list[str]]] = {"mmhal": _mmhal}
+FULL_DATA_JUDGED_CASES: dict[str, Callable[[Path, str], list[str]]] = {"mmhal": _mmhal, "gavie": _gavie}
 
 #: Relative tolerance for floats computed by plain arithmetic over counts: only rounding may differ.
 EXACT_FLOATS = 1e-9

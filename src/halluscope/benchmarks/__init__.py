@@ -33,6 +33,7 @@ BENCHMARKS: Registry[Benchmark] = _BenchmarkRegistry(
         "prove": "halluscope.benchmarks.prove:Prove.from_options",
         "chair": "halluscope.benchmarks.chair:Chair.from_options",
         "mmhal": "halluscope.benchmarks.mmhal:MMHal.from_options",
+        "gavie": "halluscope.benchmarks.gavie:Gavie.from_options",
     },
     {
         "tri-he": "Tri-HE: open questions; triplet-level object and relation hallucination (Hallu-Q, Hallu-I)",
@@ -45,6 +46,7 @@ BENCHMARKS: Registry[Benchmark] = _BenchmarkRegistry(
         "prove": "PROVE: free-form answers scored for helpfulness (hscore) and truthfulness (tscore) over tuples",
         "chair": "CHAIR on COCO: object hallucination in image descriptions (CHAIRs, CHAIRi, Recall), as chair.py",
         "mmhal": "MMHal-Bench: 96 open questions over 8 types, each answer rated 0-6 by an LLM judge (avg, Hal%)",
+        "gavie": "GAVIE: 1,000 open instructions over VG images, relevancy and accuracy 0-10 by an LLM judge",
     },
 )
 

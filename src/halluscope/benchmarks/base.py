@@ -9,7 +9,7 @@ benchmarks subclass it. ``halluscope.benchmarks.Benchmark`` is this class.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -17,7 +17,7 @@ from halluscope import stages
 from halluscope.options import parse_declared
 from halluscope.responses import ResponsesFile, read_any_responses
 from halluscope.stages import ScoringContext
-from halluscope.types import MetricsReport
+from halluscope.types import MetricsReport, SampleRecord
 
 __all__ = ["Benchmark", "MetricsReport", "ScoringContext"]
 
@@ -51,6 +51,18 @@ class Benchmark(stages.Benchmark):
         """Defaults that depend on other options' values (POPE's sources under RePOPE's labels), for the
         options not given; ``__init__``'s own defaults apply to the rest."""
         return {}
+
+    def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
+        """``metrics.json`` made from the declarations alone: each declared metric's value over its table, the
+        records counted and those that failed. A benchmark whose figures are all declared needs no metrics code
+        of its own; those with figures beyond their headlines (per-set tables, distributions) override this."""
+        from halluscope.metrics.declared import declared_value
+
+        tables = self.metric_tables(records)
+        values = {d.name: declared_value(d, tables) for d in self.metric_declarations()}
+        failed = sum(1 for record in records if record.failure)
+        counts = {"samples": len(records), "scored": len(records) - failed, "failed": failed}
+        return MetricsReport(benchmark=self.name, metrics=values, counts=counts)
 
     def read_responses(
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None

@@ -46,6 +46,13 @@ MMHAL_JUDGES: Registry[AnyJudge] = Registry(
     {"mmhal-llm": "MMHal-Bench's 0-6 rating of an answer over any OpenAI-compatible endpoint (or local)"},
 )
 
+#: Scorers of GAVIE's answers (``judge_kind`` "gavie").
+GAVIE_JUDGES: Registry[AnyJudge] = Registry(
+    "GAVIE judge",
+    {"gavie-llm": "halluscope.judges.gavie:GavieLLMJudge"},
+    {"gavie-llm": "GAVIE's 0-10 relevancy and accuracy over any OpenAI-compatible endpoint (or local)"},
+)
+
 #: Judges of benchmarks that score by bidirectional entailment (Reefknot's VQA task; ``judge_kind``).
 ENTAILMENT_JUDGES: Registry[AnyJudge] = Registry(
     "entailment judge",
@@ -108,6 +115,7 @@ JUDGE_KINDS: dict[str, Registry[AnyJudge]] = {
     "visual-entailment": VISUAL_ENTAILMENT_JUDGES,
     "hqh": HQH_JUDGES,
     "mmhal": MMHAL_JUDGES,
+    "gavie": GAVIE_JUDGES,
 }
 
 #: The benchmarks whose judge slot each kind fills, as ``halluscope list`` and messages name them.
@@ -118,6 +126,7 @@ KIND_BENCHMARKS: dict[str, tuple[str, ...]] = {
     "visual-entailment": ("prove",),
     "hqh": ("hqh",),
     "mmhal": ("mmhal",),
+    "gavie": ("gavie",),
 }
 
 
@@ -133,6 +142,7 @@ def judge_belongs_elsewhere(name: str, kind: str) -> str | None:
 __all__ = [
     "ANSWER_JUDGES",
     "ENTAILMENT_JUDGES",
+    "GAVIE_JUDGES",
     "HQH_JUDGES",
     "JUDGES",
     "JUDGE_KINDS",
