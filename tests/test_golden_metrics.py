@@ -187,11 +187,11 @@ def _mmhal(tmp: Path, base_url: str) -> list[str]:
 
 
 def _gavie(tmp: Path, base_url: str) -> list[str]:
-    """GAVIE's released instructions about the one image whose region descriptions are in tests/data, each
+    """GAVIE's released instructions about the two images whose region descriptions are in tests/data, each
     answered by one of the five real answers of the benchmark's judge example, in turn."""
     excerpt = Path(__file__).parent / "data" / "gavie"
     answers = [str(r["response"]) for r in json.loads((excerpt / "example_answers.json").read_text())]
-    ids = [s.id for s in BENCHMARKS.create("gavie", data=GAVIE_SET).samples() if s.image_id == "2357436"]
+    ids = [s.id for s in BENCHMARKS.create("gavie", data=GAVIE_SET).samples() if s.image_id in ("2357436", "2346780")]
     rows = [{"id": i, "response": answers[n % len(answers)]} for n, i in enumerate(ids)]
     return ["-b", "gavie", "--data", str(GAVIE_SET), "--bench-opt", f"regions={excerpt / 'region_descriptions.json'}",
             "-r", str(_write(tmp / "answers.jsonl", rows)), "--only-answered", "--judge-model", "m",

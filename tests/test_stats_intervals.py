@@ -235,3 +235,15 @@ def test_interval_record_is_json_ready_and_scales_to_percent() -> None:
     assert Interval.model_validate(interval.to_json()) == interval
     with pytest.raises(ValueError, match=r"low 0\.6 is above high 0\.4"):
         Interval(low=0.6, high=0.4, level=0.95, method="wilson", unit="item", n=10, units=10)
+
+
+def test_one_unit_gets_no_interval_rather_than_one_of_zero_width() -> None:
+    """Twelve answers about one image: the bootstrap can only redraw that image, so its interval would have
+    no width; there is none. Two images give a real one."""
+    scores = {"score": np.arange(12, dtype=float), "scored": np.ones(12)}
+    one_image = ClusteredSums.from_items(scores, ["img"] * 12, unit="image")
+    assert one_image.evaluate(ratio("score", "scored", scale=1.0)) == pytest.approx(5.5)
+    assert cluster_bootstrap(one_image, ratio("score", "scored", scale=1.0), seed=0) is None
+    two_images = ClusteredSums.from_items(scores, ["a"] * 6 + ["b"] * 6, unit="image")
+    interval = cluster_bootstrap(two_images, ratio("score", "scored", scale=1.0), seed=0)
+    assert interval is not None and interval.low < 5.5 < interval.high

@@ -52,6 +52,8 @@ __all__ = [
 
 #: Resamples drawn when none is given: enough for stable 95 % percentile bounds (the 2.5 % tail holds 50).
 DEFAULT_RESAMPLES = 4000
+#: The fewest resampling units a bootstrap interval is given for.
+MIN_UNITS = 2
 #: Cells of the (resamples x units) array of drawn units held at once, so memory stays flat on large benchmarks.
 _CHUNK_CELLS = 2_000_000
 
@@ -288,7 +290,9 @@ def bootstrap_many(
     level = check_level(level)
     estimates = {name: data.evaluate(statistic) for name, statistic in statistics.items()}
     out: dict[str, Interval | None] = dict.fromkeys(statistics)
-    if all(value is None for value in estimates.values()):
+    if all(value is None for value in estimates.values()) or data.units < MIN_UNITS:
+        # One unit resampled is always itself: its "interval" has no width and would claim a certainty that
+        # the data, a single image or question set, cannot give. No interval is the honest answer.
         return out
     resampled = resampled_totals(data.sums, resamples, np.random.default_rng(seed))
     totals = {name: resampled[:, j] for j, name in enumerate(data.names)}
