@@ -125,6 +125,10 @@ def test_run_scores_each_answer_and_names_what_it_could_not(
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "Traceback" not in first.output
+    said = " ".join(first.output.split())
+    assert "2 sample(s) could not be scored" in said
+    assert "• GAVIE item 5: image 2356371 has no region descriptions in region_descriptions.json" in said
+    assert "• GAVIE item 4: unjudged: no 'Relevancy: N' in the judge's reply" in said
     records = {r["id"]: r for r in map(json.loads, (out / "samples.jsonl").read_text().splitlines())}
     assert (
         records["5"]["failure"]

@@ -129,6 +129,7 @@ def run(flags: RunFlags) -> None:
 
 def execute_and_show(config: RunConfig) -> None:
     """Run ``config`` (``run`` and ``rejudge``) and show its table, or say in one line why it failed."""
+    from halluscope.cli.failures_view import show_failures
     from halluscope.runs.config import EvaluationError
     from halluscope.runs.evaluation import execute
     from halluscope.runs.runner import NothingMeasuredError, StageFailureError
@@ -150,6 +151,7 @@ def execute_and_show(config: RunConfig) -> None:
     except StageFailureError as error:
         warn_corrupt(console(stderr=True), error.report)
         show_metrics(error.report, config.out)
+        show_failures(console(stderr=True), config.out)
         fail(
             f"{error} — the metrics above rest on the samples that were scored. Fix the cause and re-run "
             "the same command: the failed samples are retried, the rest are kept.",
@@ -241,9 +243,13 @@ def show_metrics(report: Any, out: Path) -> None:
 
 
 def show_outcome(outcome: RunOutcome, out: Path) -> None:
-    """The metrics table, what the responses file said of its labels and problems, and where the run is."""
+    """The metrics table, the samples that failed, what the responses file said of its labels and problems,
+    and where the run is."""
+    from halluscope.cli.failures_view import show_failures
+
     out_console = console()
     show_metrics(outcome.report, out)
+    show_failures(console(stderr=True), out)
     imported = outcome.responses_file
     if imported.get("labels"):
         out_console.print(f"labels: {imported['labels']}")
