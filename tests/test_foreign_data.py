@@ -214,6 +214,36 @@ def test_pope_model_is_sent_the_same_photo_bytes_from_every_layout(tmp_path: Pat
         assert _respond(tmp_path, "pope", source) == (ids, sent)  # no images folder given: the file's photos
 
 
+def test_eval_data_root_finds_vlmevalkit_pope_tsv_and_sends_its_photos(tmp_path: Path) -> None:
+    """``--data-root ~/LMUData``: POPE.tsv is POPE's data, and its photos (not a COCO folder beside it) are sent."""
+    sets = {"random": _gqa_rows()["random"][:12]}
+    root = tmp_path / "LMUData"
+    root.mkdir()
+    _vlmevalkit_pope(root / "POPE.tsv", sets, with_ids=True)
+    (root / "val2014").mkdir()  # a photo folder the official layout would use: the file's photos win
+    photos = _photos()
+    want = Counter((r["text"], _sha(photos[Path(r["image"]).stem].read_bytes())) for r in sets["random"])
+    with ScriptedServer(responder=lambda body: completion("No.")) as endpoint:
+        model = f"vlm=openai/vlm?base_url={endpoint.base_url}"
+        args = ["eval", "-b", "pope", "--data-root", str(root), "--model", model,
+                "--out", str(tmp_path / "suite"), "--no-cache", "-q"]  # fmt: skip
+        result = CliRunner().invoke(app, args, terminal_width=240)
+        sent: Counter[tuple[str, str]] = Counter()
+        for request, images in zip(endpoint.chat_requests(), endpoint.images_sent(), strict=True):
+            content = request.body["messages"][-1]["content"]
+            text = " ".join(p["text"] for p in content if p.get("type") == "text")
+            sent[(text, _sha(images[0][1]))] += 1
+    assert result.exit_code == 0, result.output
+    assert sent == want
+    metrics = json.loads((tmp_path / "suite/vlm/pope/metrics.json").read_text())
+    assert metrics["counts"]["samples"] == 12
+    # a root without any of POPE's names says where it looked, VLMEvalKit's file among them
+    (root / "POPE.tsv").unlink()
+    again = [*args[:-4], "--out", str(tmp_path / "again"), "--no-cache", "-q"]
+    missing = CliRunner().invoke(app, again, terminal_width=240)
+    assert missing.exit_code != 0 and "POPE.tsv" in " ".join(missing.output.split())
+
+
 def test_materialised_once_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HALLUSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     sets = {"random": _gqa_rows()["random"][:12]}
