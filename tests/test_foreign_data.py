@@ -3,7 +3,8 @@
 The TSV and parquet files are written here the way those tools' files are (pandas for the TSV, pyarrow for
 the parquet with the ``datasets`` Image layout ``{"bytes", "path"}``) from the real photos: POPE's GQA
 questions about the Tri-HE photos (Visual Genome), MMHal-Bench's template and its photos, HallusionBench's
-questions with a figure (Tri-HE photos stand in for its figures, which are not in the shared folder). The
+questions with a figure (Tri-HE photos stand in for its figures, which are not in the shared folder), AMBER's
+items about its first eight images (Tri-HE photos stand in for AMBER's, not in the shared folder either). The
 same questions through each layout must give the same samples, and a model is sent the same photo bytes.
 """
 
@@ -28,7 +29,7 @@ from halluscope.benchmarks import BENCHMARKS
 from halluscope.benchmarks.foreign_data import ForeignDataError, materialise
 from halluscope.cli.main import app
 from halluscope.types import Sample
-from tests.paths import HALLUSIONBENCH_DIR, MMHAL_DIR, POPE_DIR, TRI_HE_IMAGES
+from tests.paths import AMBER_DIR, HALLUSIONBENCH_DIR, MMHAL_DIR, POPE_DIR, TRI_HE_IMAGES
 from tests.scripted_server import ScriptedServer, completion
 
 pytestmark = pytest.mark.full_data
@@ -213,6 +214,36 @@ def test_pope_model_is_sent_the_same_photo_bytes_from_every_layout(tmp_path: Pat
         assert _respond(tmp_path, "pope", source) == (ids, sent)  # no images folder given: the file's photos
 
 
+def test_eval_data_root_finds_vlmevalkit_pope_tsv_and_sends_its_photos(tmp_path: Path) -> None:
+    """``--data-root ~/LMUData``: POPE.tsv is POPE's data, and its photos (not a COCO folder beside it) are sent."""
+    sets = {"random": _gqa_rows()["random"][:12]}
+    root = tmp_path / "LMUData"
+    root.mkdir()
+    _vlmevalkit_pope(root / "POPE.tsv", sets, with_ids=True)
+    (root / "val2014").mkdir()  # a photo folder the official layout would use: the file's photos win
+    photos = _photos()
+    want = Counter((r["text"], _sha(photos[Path(r["image"]).stem].read_bytes())) for r in sets["random"])
+    with ScriptedServer(responder=lambda body: completion("No.")) as endpoint:
+        model = f"vlm=openai/vlm?base_url={endpoint.base_url}"
+        args = ["eval", "-b", "pope", "--data-root", str(root), "--model", model,
+                "--out", str(tmp_path / "suite"), "--no-cache", "-q"]  # fmt: skip
+        result = CliRunner().invoke(app, args, terminal_width=240)
+        sent: Counter[tuple[str, str]] = Counter()
+        for request, images in zip(endpoint.chat_requests(), endpoint.images_sent(), strict=True):
+            content = request.body["messages"][-1]["content"]
+            text = " ".join(p["text"] for p in content if p.get("type") == "text")
+            sent[(text, _sha(images[0][1]))] += 1
+    assert result.exit_code == 0, result.output
+    assert sent == want
+    metrics = json.loads((tmp_path / "suite/vlm/pope/metrics.json").read_text())
+    assert metrics["counts"]["samples"] == 12
+    # a root without any of POPE's names says where it looked, VLMEvalKit's file among them
+    (root / "POPE.tsv").unlink()
+    again = [*args[:-4], "--out", str(tmp_path / "again"), "--no-cache", "-q"]
+    missing = CliRunner().invoke(app, again, terminal_width=240)
+    assert missing.exit_code != 0 and "POPE.tsv" in " ".join(missing.output.split())
+
+
 def test_materialised_once_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HALLUSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     sets = {"random": _gqa_rows()["random"][:12]}
@@ -308,6 +339,67 @@ def test_hallusionbench_from_vlmevalkit_tsv_and_parquet_matches_the_official_fil
     parquet = tmp_path / "HallusionBench" / "image-00000-of-00001.parquet"
     _write_parquet(parquet, [{**r, "image": _image_value(figure_of[r["filename"]])} for r in rows], schema)
     _same_samples(want, _samples("hallusionbench", parquet.parent))
+
+
+# -- AMBER --------------------------------------------------------------------------------------------------
+
+
+def _official_amber(target: Path, images: int) -> tuple[Path, list[dict[str, Any]], dict[str, Path]]:
+    """AMBER's own layout for the items about its first ``images`` images; Tri-HE photos stand in for them."""
+    names = {f"AMBER_{n}.jpg" for n in range(1, images + 1)}
+    queries = [q for q in json.loads((AMBER_DIR / "query/query_all.json").read_text()) if q["image"] in names]
+    wanted = {q["id"] for q in queries}
+    notes = [a for a in json.loads((AMBER_DIR / "annotations.json").read_text()) if a["id"] in wanted]
+    (target / "query").mkdir(parents=True)
+    (target / "annotations.json").write_text(json.dumps(notes))
+    (target / "query/query_all.json").write_text(json.dumps(queries))
+    for name in ("relation.json", "safe_words.txt"):
+        shutil.copy(AMBER_DIR / name, target / name)
+    photo = dict(zip(sorted(names), sorted(_photos().values()), strict=False))
+    (target / "image").mkdir()
+    for name, path in photo.items():
+        shutil.copy(path, target / "image" / name)
+    by_id = {a["id"]: a for a in notes}
+    return target, [{**q, **by_id[q["id"]]} for q in queries], photo
+
+
+def test_amber_from_vlmevalkit_tsv_and_lmms_eval_parquet_matches_the_official_files(tmp_path: Path) -> None:
+    official, items, photo = _official_amber(tmp_path / "amber", 8)
+    yes_no = [i for i in items if i["type"] != "generative"]
+    assert (len(items), len(yes_no)) == (153, 145)
+    want = _samples("amber", official, images=official / "image")
+
+    # VLMEvalKit's AMBER.tsv: its yes/no items, index = AMBER's id, the photo inline on each row
+    table = [{"index": i["id"], "image": base64.b64encode(photo[i["image"]].read_bytes()).decode(),
+              "question": i["query"], "answer": i["truth"].capitalize(), "category": i["type"],
+              "image_path": i["image"]} for i in yes_no]  # fmt: skip
+    tsv = tmp_path / "LMUData" / "AMBER.tsv"
+    tsv.parent.mkdir()
+    pd.DataFrame(table).to_csv(tsv, sep="\t", index=False)
+    from_tsv = _samples("amber", tsv)
+    _same_samples([s for s in want if s.metadata["type"] != "generative"], from_tsv)
+    assert [s.id for s in from_tsv][:3] == ["1005", "1006", "1007"]
+
+    # lmms-eval's amber_g (Kyunnilee/amber_g, split train): the descriptions, with AMBER's word lists in
+    # lmms-eval's AMBER_BASE_DIR/metadata
+    schema = pa.schema([("question_id", pa.int64()), ("task_type", pa.string()), ("truth", pa.list_(pa.string())),
+                        ("hallu", pa.list_(pa.string())), ("image", _IMAGE_TYPE)])  # fmt: skip
+    rows = [{"question_id": i["id"], "task_type": "generative", "truth": i["truth"], "hallu": i["hallu"],
+             "image": {"bytes": photo[i["image"]].read_bytes(), "path": i["image"]}}
+            for i in items if i["type"] == "generative"]  # fmt: skip
+    dataset = tmp_path / "amber_g"
+    _write_parquet(dataset / "data/train-00000-of-00001.parquet", rows, schema)
+    with pytest.raises(ForeignDataError, match=r"relation.json and safe_words.txt .* metadata/ folder"):
+        materialise("amber", dataset)
+    (dataset / "metadata").mkdir()
+    for name in ("relation.json", "safe_words.txt"):
+        shutil.copy(AMBER_DIR / name, dataset / "metadata" / name)
+    _same_samples([s for s in want if s.metadata["type"] == "generative"], _samples("amber", dataset))
+
+    # a model is sent the same photo for each question, whichever layout it came from
+    ids, sent = _respond(tmp_path, "amber", official, "--bench-opt", f"images={official / 'image'}",
+                         "--bench-opt", "types=existence,attribute,relation")  # fmt: skip
+    assert len(ids) == 145 and (ids, sent) == _respond(tmp_path, "amber", tsv)
 
 
 # -- hostile input ------------------------------------------------------------------------------------------

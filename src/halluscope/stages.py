@@ -233,6 +233,33 @@ class SampleSource(Protocol):
     def samples(self) -> Iterator[Sample]: ...
 
 
+PROFILE_KINDS = ("object", "attribute", "relation")
+PROFILE_FORMS = ("discriminative", "generative")
+
+
+@dataclass(frozen=True)
+class ProfileFigure:
+    """One figure of ``metrics.json`` as a measure of one kind of hallucination in one form of question.
+
+    Why declared: a suite's leaderboard shows each model's hallucination profile across benchmarks (object,
+    attribute, relation; discriminative yes/no or choice questions vs generative free answers), and only the
+    benchmark knows which of its figures measures what. ``metric`` is a key of ``metrics`` or
+    ``group/metric`` for a value under ``groups``; ``rate`` says the figure is already a hallucination rate
+    in percent (else it is an accuracy in percent, and 100 - it is the share of wrong answers). A run whose
+    metrics.json lacks the figure (a part not run) adds nothing to the profile.
+    """
+
+    kind: str  # one of PROFILE_KINDS
+    form: str  # one of PROFILE_FORMS
+    metric: str
+    rate: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in PROFILE_KINDS or self.form not in PROFILE_FORMS:
+            where = f"profile figure {self.metric!r}"
+            raise ValueError(f"{where}: kind {self.kind!r} or form {self.form!r} unknown")
+
+
 class Benchmark(ABC):
     """One benchmark's data, scoring and metrics."""
 
@@ -242,6 +269,9 @@ class Benchmark(ABC):
     #: Every option the benchmark takes (``--bench-opt``, Python keyword arguments), declared once: parsing,
     #: the unknown-option error, ``halluscope list``, ``--bench-opt`` help and doc tables are made from it.
     options: ClassVar[tuple[BenchmarkOption, ...]] = ()
+    #: Which of its figures measure which kind of hallucination, in which form of question (the leaderboard's
+    #: hallucination profile); empty for a benchmark that measures none of object / attribute / relation.
+    profile: ClassVar[tuple[ProfileFigure, ...]] = ()
     #: The extractor and judge used when the user names none (None where the benchmark needs none).
     default_extractor: ClassVar[str | None] = None
     default_judge: ClassVar[str | None] = None

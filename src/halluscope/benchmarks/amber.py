@@ -50,7 +50,7 @@ from halluscope.jsonio import loads_json
 from halluscope.metrics.amber import dimension_of
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesFile
-from halluscope.stages import MetricDeclaration, MetricTable
+from halluscope.stages import MetricDeclaration, MetricTable, ProfileFigure
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["Amber", "amber_declarations", "amber_paper_rule", "amber_table", "judge_description"]
@@ -215,6 +215,12 @@ def amber_table(records: Sequence[SampleRecord]) -> MetricTable:
 
 class Amber(Benchmark):
     name: ClassVar[str] = "amber"
+    profile: ClassVar[tuple[ProfileFigure, ...]] = (
+        ProfileFigure("object", "discriminative", "existence/accuracy", rate=False),
+        ProfileFigure("attribute", "discriminative", "attribute/accuracy", rate=False),
+        ProfileFigure("relation", "discriminative", "relation/accuracy", rate=False),
+        ProfileFigure("object", "generative", "CHAIR"),
+    )
     title: ClassVar[str] = "AMBER"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption("types", "csv", "which parts", default=_GROUPS, choices=_GROUPS),

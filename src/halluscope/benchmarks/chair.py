@@ -49,7 +49,7 @@ from halluscope.metrics.chair_coco import (
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesError, ResponsesFile
 from halluscope.scene.graph import SceneGraph
-from halluscope.stages import MetricDeclaration, MetricTable
+from halluscope.stages import MetricDeclaration, MetricTable, ProfileFigure
 from halluscope.types import ErrorType, JudgedClaim, Response, Sample, SampleRecord, VerdictLabel
 
 __all__ = [
@@ -388,6 +388,7 @@ class Chair(Benchmark):
     """CHAIR over the COCO 2014 images a selection names (see the module docstring)."""
 
     name: ClassVar[str] = "chair"
+    profile: ClassVar[tuple[ProfileFigure, ...]] = (ProfileFigure("object", "generative", "CHAIRi"),)
     title: ClassVar[str] = "CHAIR"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption(

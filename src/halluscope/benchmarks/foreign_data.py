@@ -38,6 +38,15 @@ What each layout gives (the columns the two tools' loaders read):
   ``image_path`` (the figure's official path, ``VD/illusion/0_0.png``), ``question``, ``answer``
   (``Yes``/``No``), ``gt_answer_details``; ``lmms-lab/HallusionBench`` parquet (split ``image``): the
   official fields and ``image``.
+- AMBER, VLMEvalKit ``AMBER.tsv`` (its yes/no part only, as VLMEvalKit asks it): ``index`` (taken as
+  AMBER's ``id``: the file has no other), ``image``, ``image_path`` (``AMBER_<n>.jpg``), ``question`` (the
+  query, to which VLMEvalKit's prompt adds "Please answer yes or no."), ``answer`` (``Yes``/``No``,
+  compared in lower case), ``category`` (AMBER's type, ``discriminative-attribute-state``, ...); lmms-eval's
+  ``amber_g`` task (dataset ``Kyunnilee/amber_g``, split ``train``): ``question_id`` (AMBER's ``id``),
+  ``task_type`` (``generative``), ``truth`` and ``hallu`` (the object lists), ``image``, and ``text`` for a
+  yes/no item. Descriptions are scored with AMBER's ``relation.json`` and ``safe_words.txt``, which neither
+  file carries: they are read from the source's folder, its ``metadata/`` folder (lmms-eval's
+  ``AMBER_BASE_DIR/metadata``) or the folder above it. A source without descriptions gets empty ones.
 
 Hostile input: a file that is not one of these layouts, a missing column, a bad row or a photo that does not
 decode is one :class:`ForeignDataError` line naming the file and the row; a photo name from the data that
@@ -84,6 +93,7 @@ FOREIGN_BENCHMARKS: dict[str, tuple[str, ...]] = {
     "pope": ("tsv", "parquet"),
     "mmhal": ("parquet",),
     "hallusionbench": ("tsv", "parquet"),
+    "amber": ("tsv", "parquet"),
 }
 _INSTALL = 'pip install "halluscope[import]"'
 _LAYOUT_VERSION = 1
@@ -573,6 +583,115 @@ def _write_hallusion(out: Path, rows: list[dict[str, Any]], path: Path) -> int:
 
 # -- materialising -------------------------------------------------------------------------------------------
 
+# -- AMBER --------------------------------------------------------------------------------------------------
+
+_AMBER_TYPES = (
+    "generative", "discriminative-hallucination", "discriminative-attribute-state",
+    "discriminative-attribute-number", "discriminative-attribute-action", "discriminative-relation", "relation",
+)  # fmt: skip
+#: AMBER's query for every description item (lmms-eval sends it without the full stop).
+_AMBER_DESCRIBE = "Describe this image."
+_AMBER_METADATA = ("relation.json", "safe_words.txt")
+
+
+def _amber_id(value: str, where: str) -> int:
+    text = value.strip().removesuffix(".0")
+    if not text.isdigit():
+        raise ForeignDataError(f"{where}: id {value[:40]!r} is not AMBER's numeric id")
+    return int(text)
+
+
+def _amber_tsv(path: Path, out: Path, photos: _Photos) -> int:
+    notes: list[dict[str, Any]] = []
+    queries: list[dict[str, Any]] = []
+    by_index: dict[str, str] = {}
+    pending: list[tuple[str, str, dict[str, Any]]] = []
+    for where, row in _tsv_rows(path, ("index", "image", "question", "answer", "category")):
+        index = _text(row, "index", where).strip()
+        kind = _text(row, "category", where).strip()
+        if kind not in _AMBER_TYPES[1:]:
+            raise ForeignDataError(f"{where}: category {kind[:60]!r} is not one of AMBER's yes/no types")
+        item_id = _amber_id(index, where)
+        notes.append({"id": item_id, "type": kind, "truth": _yes_no(_text(row, "answer", where), where)})
+        query: dict[str, Any] = {"id": item_id, "image": None, "query": _text(row, "question", where)}
+        queries.append(query)
+        image = _text(row, "image", where)
+        if len(image.strip()) <= 64:  # the index of the row whose photo this row shares
+            pending.append((where, image.strip(), query))
+        else:
+            name = (row.get("image_path") or "").strip() or None
+            by_index[index] = query["image"] = photos.add(_decode_base64(image, where), where, name)
+    for where, ref, query in pending:
+        if ref not in by_index:
+            raise ForeignDataError(
+                f"{where}: image {ref!r} is neither base64 nor the index of a row with a photo"
+            )
+        query["image"] = by_index[ref]
+    return _write_amber(out, notes, queries, path)
+
+
+def _amber_parquet(files: list[Path], out: Path, photos: _Photos) -> int:
+    notes: list[dict[str, Any]] = []
+    queries: list[dict[str, Any]] = []
+    for where, _, row in _parquet_rows(files, ("question_id", "truth", "image")):
+        item_id = _amber_id(str(row.get("question_id")), where)
+        kind = str(row.get("task_type") or "generative").strip()
+        if kind not in _AMBER_TYPES:
+            raise ForeignDataError(f"{where}: task_type {kind[:60]!r} is not one of AMBER's types")
+        value = row.get("image")
+        path = value.get("path") if isinstance(value, dict) else None
+        name = Path(str(path)).name if path else None
+        image = photos.add(_parquet_image(value, where), where, name)
+        if kind == "generative":
+            truth, hallu = row.get("truth"), row.get("hallu") or []
+            if not isinstance(truth, list) or not isinstance(hallu, list):
+                raise ForeignDataError(f"{where}: a description item needs 'truth' and 'hallu' lists")
+            notes.append({"id": item_id, "type": kind, "truth": [str(t) for t in truth],
+                          "hallu": [str(h) for h in hallu]})  # fmt: skip
+            query = str(row.get("query") or _AMBER_DESCRIBE)
+        else:
+            notes.append({"id": item_id, "type": kind, "truth": _yes_no(_text(row, "truth", where), where)})
+            query = str(row.get("query") or _text(row, "text", where))
+        queries.append({"id": item_id, "image": image, "query": query})
+    return _write_amber(out, notes, queries, files[0])
+
+
+def _amber_metadata(source: Path) -> dict[str, Path]:
+    """AMBER's word lists next to a source: in its folder, its ``metadata/`` folder or the folder above."""
+    folder = source if source.is_dir() else source.parent
+    for place in (folder, folder / "metadata", folder.parent, folder.parent / "metadata"):
+        found = {name: place / name for name in _AMBER_METADATA}
+        if all(p.is_file() for p in found.values()):
+            return found
+    return {}
+
+
+def _write_amber(out: Path, notes: list[dict[str, Any]], queries: list[dict[str, Any]], path: Path) -> int:
+    if not notes:
+        raise ForeignDataError(f"{path}: no AMBER item")
+    ids = [n["id"] for n in notes]
+    if len(set(ids)) != len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise ForeignDataError(f"{path}: AMBER item {twice} twice")
+    order = sorted(range(len(notes)), key=lambda i: ids[i])
+    write_json_atomic(out / "annotations.json", [notes[i] for i in order])
+    write_json_atomic(out / "query" / "query_all.json", [queries[i] for i in order])
+    metadata = _amber_metadata(path)
+    if any(n["type"] == "generative" for n in notes) and not metadata:
+        raise ForeignDataError(
+            f"{path}: AMBER's descriptions are scored with its relation.json and safe_words.txt "
+            "(https://github.com/junyangwang0410/AMBER, data/); put them in a metadata/ folder beside the file"
+        )
+    for name in _AMBER_METADATA:
+        text = (
+            metadata[name].read_text(encoding="utf-8")
+            if metadata
+            else ("{}" if name.endswith("json") else "")
+        )
+        write_text_atomic(out / name, text)
+    return len(notes)
+
+
 _Converter = Callable[[Any, Path, _Photos], int]
 _CONVERTERS: dict[tuple[str, str], tuple[_Converter, bool]] = {
     # (benchmark, layout) → (converter, takes the list of files rather than one path)
@@ -581,6 +700,8 @@ _CONVERTERS: dict[tuple[str, str], tuple[_Converter, bool]] = {
     ("mmhal", "parquet"): (_mmhal_parquet, True),
     ("hallusionbench", "tsv"): (_hallusion_tsv, False),
     ("hallusionbench", "parquet"): (_hallusion_parquet, True),
+    ("amber", "tsv"): (_amber_tsv, False),
+    ("amber", "parquet"): (_amber_parquet, True),
 }
 _LAYOUT_NAMES = {"tsv": "VLMEvalKit TSV", "parquet": "lmms-lab parquet dataset"}
 
@@ -598,7 +719,8 @@ def materialise(benchmark: str, path: Path, *, cache_dir: Path | None = None) ->
             f"{path}: {benchmark} data cannot be read from a {_LAYOUT_NAMES[layout]} (it takes: {takes})"
         )
     files = _source_files(path, layout)
-    key = _digest(files, benchmark)
+    extra = list(_amber_metadata(path).values()) if benchmark == "amber" else []
+    key = _digest(files + extra, benchmark)
     root = (cache_dir or default_cache_dir()) / "foreign-data"
     final = root / f"{benchmark}-{key[:20]}"
     marker = final / "source.json"
@@ -646,4 +768,17 @@ def resolve_foreign_options(benchmark: str, options: Mapping[str, Any]) -> dict[
     resolved["data"] = done.data
     if not resolved.get("images"):
         resolved["images"] = done.images
+    if benchmark == "amber" and not resolved.get("types"):
+        resolved["types"] = _amber_parts(done.data)  # a yes/no-only TSV: no description part to set up
     return resolved
+
+
+def _amber_parts(folder: Path) -> list[str]:
+    """The AMBER parts (generative, existence, attribute, relation) the written annotations hold."""
+    kinds = {
+        str(n.get("type")) for n in json.loads((folder / "annotations.json").read_text(encoding="utf-8"))
+    }
+    parts = {"generative": "generative", "discriminative-hallucination": "existence", "relation": "relation",
+             "discriminative-relation": "relation"}  # fmt: skip
+    found = {parts.get(kind, "attribute") for kind in kinds}
+    return [p for p in ("generative", "existence", "attribute", "relation") if p in found]

@@ -53,7 +53,7 @@ from halluscope.metrics.hqh import TYPE_COLUMNS, record_type
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
 from halluscope.scene.graph import SceneGraph
-from halluscope.stages import Failure, MetricDeclaration, MetricTable, SampleSource
+from halluscope.stages import Failure, MetricDeclaration, MetricTable, ProfileFigure, SampleSource
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = [
@@ -281,6 +281,11 @@ class HQH(Benchmark):
     """The HQH benchmark: one judged verdict per answer, hallucination rates per type and overall."""
 
     name: ClassVar[str] = "hqh"
+    profile: ClassVar[tuple[ProfileFigure, ...]] = (
+        ProfileFigure("object", "generative", "existence/hallucination_rate"),
+        ProfileFigure("attribute", "generative", "attribute/hallucination_rate"),
+        ProfileFigure("relation", "generative", "relation/hallucination_rate"),
+    )
     title: ClassVar[str] = "HQH"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         replace(IMAGES_OPTION, help="a Visual Genome folder holding VG_100K / VG_100K_2 or the images themselves, "

@@ -53,7 +53,7 @@ from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
 from halluscope.metrics.mmhal import TYPES, mmhal_table
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
-from halluscope.stages import Failure, MetricDeclaration, MetricTable
+from halluscope.stages import Failure, MetricDeclaration, MetricTable, ProfileFigure
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = [
@@ -201,6 +201,10 @@ class MMHal(Benchmark):
     """MMHal-Bench: one 0–6 rating per answer; average score and hallucination rate, per question type."""
 
     name: ClassVar[str] = "mmhal"
+    profile: ClassVar[tuple[ProfileFigure, ...]] = (
+        ProfileFigure("attribute", "generative", "hallucination_rate_attribute"),
+        ProfileFigure("relation", "generative", "hallucination_rate_relation"),
+    )
     title: ClassVar[str] = "MMHal-Bench"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         replace(IMAGES_OPTION, default_text="images/ beside the template, when there is one"),

@@ -62,7 +62,7 @@ from halluscope.cache import default_cache_dir
 from halluscope.jsonio import MAX_LINE_DEPTH, iter_jsonl, loads_json
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesFile
-from halluscope.stages import ExternalRow, MetricDeclaration, MetricTable, TaskOrder
+from halluscope.stages import ExternalRow, MetricDeclaration, MetricTable, ProfileFigure, TaskOrder
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["PROMPTS", "SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
@@ -159,6 +159,9 @@ class Pope(Benchmark):
     """The POPE benchmark over the official question files."""
 
     name: ClassVar[str] = "pope"
+    profile: ClassVar[tuple[ProfileFigure, ...]] = (
+        ProfileFigure("object", "discriminative", "accuracy", rate=False),
+    )
     title: ClassVar[str] = "POPE"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption(

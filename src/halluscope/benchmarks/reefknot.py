@@ -69,7 +69,7 @@ from halluscope.responses import (
     load_reefknot_responses,
     read_any_responses,
 )
-from halluscope.stages import Failure, MetricDeclaration, MetricTable
+from halluscope.stages import Failure, MetricDeclaration, MetricTable, ProfileFigure
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = [
@@ -258,6 +258,11 @@ class Reefknot(Benchmark):
     """The Reefknot benchmark (official data or a folder written by ``halluscope build reefknot``)."""
 
     name: ClassVar[str] = "reefknot"
+    profile: ClassVar[tuple[ProfileFigure, ...]] = (
+        ProfileFigure("relation", "discriminative", "halr_yesno"),
+        ProfileFigure("relation", "discriminative", "halr_mcq"),
+        ProfileFigure("relation", "generative", "halr_vqa"),
+    )
     title: ClassVar[str] = "Reefknot"
     #: A judge object given to the constructor (``entailment=``) is the Python API's alone: it is no option,
     #: since spec.json could not record it.

@@ -34,7 +34,7 @@ from halluscope.metrics.triplets import triplet_metrics
 from halluscope.options import BenchmarkOption
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import TripletParseError, parse_triplet_string
-from halluscope.stages import MetricDeclaration, MetricTable, SampleSource
+from halluscope.stages import MetricDeclaration, MetricTable, ProfileFigure, SampleSource
 from halluscope.types import Response, Sample, SampleRecord
 
 OFFICIAL_URL = "https://raw.githubusercontent.com/wujunjie1998/Tri-HE/main/data/tri-he.json"
@@ -122,6 +122,11 @@ class TriHE(Benchmark):
     """The Tri-HE benchmark: open questions, answers judged claim by claim against the scene graph."""
 
     name: ClassVar[str] = "tri-he"
+    profile: ClassVar[tuple[ProfileFigure, ...]] = (
+        ProfileFigure("object", "generative", "object_hallu_i"),
+        ProfileFigure("attribute", "generative", "attribute_hallu_i"),
+        ProfileFigure("relation", "generative", "relation_hallu_i"),
+    )
     title: ClassVar[str] = "Tri-HE"
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         replace(IMAGES_OPTION, default_text="images/ beside the data file"),

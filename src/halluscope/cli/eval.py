@@ -169,8 +169,25 @@ def show_leaderboard(board: Any) -> None:
             value = "–" if r.value is None else f"{r.value:.2f}"
             table.add_row(str(r.rank or "–"), r.model, value, interval_text(r), versus_text(r))
         console().print(table)
+    if board.profile:
+        show_profile(board)
     for note in board.notes:
         console().print(f"note: {note}", markup=False, highlight=False)
+
+
+def show_profile(board: Any) -> None:
+    """The hallucination profile: per model, % hallucinated by kind and form, lower is better."""
+    from rich.table import Table
+
+    from halluscope.report.profile import PROFILE_COLUMNS, SHORT, cell_text
+
+    table = Table(title="hallucination profile (% hallucinated, lower is better)")
+    table.add_column("model")
+    for kind, form in PROFILE_COLUMNS:
+        table.add_column(f"{kind}\n{SHORT[form]}", justify="right")
+    for model in board.profile_models():
+        table.add_row(model, *(cell_text(board.profile, model, k, f) for k, f in PROFILE_COLUMNS))
+    console().print(table)
 
 
 def register(app: typer.Typer) -> None:

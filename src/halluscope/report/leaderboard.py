@@ -1,5 +1,6 @@
 """A leaderboard of finished runs: per benchmark, models ranked on its headline with the headline's interval,
-and each model's difference from a baseline model marked where it is significant.
+and each model's difference from a baseline model marked where it is significant; then each model's
+hallucination profile across the benchmarks (:mod:`halluscope.report.profile`).
 
 Why built from run folders only: a suite's runs may have been made at different times (a resumed suite, a
 model added later), and every number here is read from what each run saved — ``metrics.json`` for the value
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from halluscope.report.compare import ComparisonError, compare_runs
 from halluscope.report.comparison_view import verdict
+from halluscope.report.profile import PROFILE_COLUMNS, SHORT, ProfileCell, build_profile, cell_text
 from halluscope.runs.store import RunDirError, read_metric_tables, read_metrics
 
 __all__ = [
@@ -64,9 +66,37 @@ class Leaderboard(BaseModel):
     level: float
     rows: list[LeaderboardRow]
     notes: list[str] = []
+    #: Each model's hallucination profile across the benchmarks (:mod:`halluscope.report.profile`).
+    profile: list[ProfileCell] = []
 
     def benchmarks(self) -> list[str]:
         return list(dict.fromkeys(row.benchmark for row in self.rows))
+
+    def profile_models(self) -> list[str]:
+        return list(dict.fromkeys(cell.model for cell in self.profile))
+
+    def profile_csv(self) -> str:
+        """One line per model and profile cell: the mean share hallucinated and the figures it averages."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["model", "kind", "form", "hallucinated_percent", "sources"])
+        for c in self.profile:
+            writer.writerow([c.model, c.kind, c.form, c.value, "; ".join(c.sources)])
+        return buffer.getvalue()
+
+    def _profile_markdown(self) -> list[str]:
+        if not self.profile:
+            return []
+        head = " | ".join(f"{kind} {SHORT[form]}" for kind, form in PROFILE_COLUMNS)
+        lines = [
+            "## Hallucination profile (% hallucinated, lower is better)", "",
+            f"| model | {head} |", "|---|" + "---:|" * len(PROFILE_COLUMNS),
+        ]  # fmt: skip
+        for model in self.profile_models():
+            cells = " | ".join(cell_text(self.profile, model, k, f) for k, f in PROFILE_COLUMNS)
+            lines.append(f"| {model} | {cells} |")
+        sources = sorted({s.split(" = ")[0] for c in self.profile for s in c.sources})
+        return [*lines, "", "Figures averaged: " + ", ".join(sources) + ".", ""]
 
     def to_csv(self) -> str:
         """One line per row, every field, numbers unrounded."""
@@ -94,6 +124,7 @@ class Leaderboard(BaseModel):
                 for r in rows
             ]
             lines.append("")
+        lines += self._profile_markdown()
         lines += [f"- {note}" for note in self.notes]
         return "\n".join(lines).rstrip() + "\n"
 
@@ -121,8 +152,31 @@ class Leaderboard(BaseModel):
                     f"</td><td>{esc(interval_text(r))}</td><td class='{esc(css)}'>{esc(versus_text(r))}</td></tr>"
                 )
             parts.append("</table>")
+        parts += self._profile_html()
         parts += [f"<p>{esc(note)}</p>" for note in self.notes]
         return "".join(parts) + "</body></html>\n"
+
+
+    def _profile_html(self) -> list[str]:
+        """The profile table; each cell's title lists the figures it averages."""
+        from halluscope.report.formatting import esc
+
+        if not self.profile:
+            return []
+        head = "".join(f"<th>{esc(kind)}<br>{esc(form)}</th>" for kind, form in PROFILE_COLUMNS)
+        parts = [
+            "<h2 id='profile'>Hallucination profile</h2><p>% hallucinated (a hallucination rate, or 100 − an "
+            "accuracy), averaged over the benchmarks that measure it; lower is better.</p>",
+            f"<table class='profile'><tr><th>model</th>{head}</tr>",
+        ]
+        for model in self.profile_models():
+            parts.append(f"<tr><td>{esc(model)}</td>")
+            for kind, form in PROFILE_COLUMNS:
+                cell = next((c for c in self.profile if (c.model, c.kind, c.form) == (model, kind, form)), None)
+                title = esc("; ".join(cell.sources)) if cell else "not measured"
+                parts.append(f"<td class='num' title='{title}'>{cell_text(self.profile, model, kind, form)}</td>")
+            parts.append("</tr>")
+        return [*parts, "</table>"]
 
 
 def build_leaderboard(
@@ -143,7 +197,8 @@ def build_leaderboard(
     rows: list[LeaderboardRow] = []
     for benchmark, entries in by_benchmark.items():
         rows += _benchmark_rows(benchmark, entries, baseline, level, notes)
-    return Leaderboard(baseline=baseline, level=level, rows=rows, notes=notes)
+    profile = build_profile(runs)
+    return Leaderboard(baseline=baseline, level=level, rows=rows, notes=notes, profile=profile)
 
 
 def _headline(entries: list[tuple[str, Path, Any]]) -> tuple[str, bool | None]:
@@ -273,6 +328,9 @@ def write_leaderboard(board: Leaderboard, out: Path, *, html: bool = True) -> di
     written = {"csv": out / "leaderboard.csv", "markdown": out / "leaderboard.md"}
     written["csv"].write_text(board.to_csv(), encoding="utf-8")
     written["markdown"].write_text(board.to_markdown(), encoding="utf-8")
+    if board.profile:
+        written["profile"] = out / "profile.csv"
+        written["profile"].write_text(board.profile_csv(), encoding="utf-8")
     if html:
         written["html"] = out / "leaderboard.html"
         written["html"].write_text(board.to_html(), encoding="utf-8")

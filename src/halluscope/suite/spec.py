@@ -34,18 +34,25 @@ class SuiteError(ValueError):
 
 
 #: Where each benchmark's data is under ``--data-root``: the folder names the official releases use (and
-#: the docs' data layout), first match wins.
+#: the docs' data layout), then the files VLMEvalKit keeps in ``~/LMUData`` and the parquet datasets lmms-eval
+#: reads, as a folder of that name or as the Hugging Face cache keeps them (so ``--data-root`` can be the
+#: official data, ``~/LMUData`` or ``~/.cache/huggingface/hub``); the first that exists wins.
 DATA_FOLDERS: dict[str, tuple[str, ...]] = {
     "tri-he": ("tri-he", "Tri-HE"),
-    "pope": ("pope", "POPE/output", "POPE"),
-    "hallusionbench": ("hallusionbench", "HallusionBench"),
-    "mmhal": ("mmhal-bench", "mmhal", "MMHal-Bench"),
+    "pope": ("pope", "POPE/output", "POPE.tsv", "lmms-lab/POPE", "datasets--lmms-lab--POPE", "POPE"),
+    "hallusionbench": (
+        "hallusionbench", "HallusionBench.tsv", "lmms-lab/HallusionBench", "datasets--lmms-lab--HallusionBench",
+        "HallusionBench",
+    ),
+    "mmhal": (
+        "mmhal-bench", "mmhal", "MMHal-Bench", "lmms-lab/MMHal-Bench", "datasets--lmms-lab--MMHal-Bench",
+    ),
     "hqh": ("hqh", "HQH"),
     "chair": ("chair-coco", "chair"),
-    "amber": ("amber", "AMBER/data", "AMBER"),
+    "amber": ("amber", "AMBER/data", "AMBER", "AMBER.tsv", "amber_g", "datasets--Kyunnilee--amber_g"),
     "reefknot": ("reefknot", "Reefknot/Dataset", "Reefknot"),
     "prove": ("prove", "PROVE"),
-}
+}  # fmt: skip
 
 #: Photo folders under ``--data-root`` for the benchmarks whose data does not bring its photos (Tri-HE and
 #: MMHal-Bench find ``images/`` beside their files themselves). Given as ``images=`` when one exists.
@@ -141,8 +148,17 @@ def find_data(name: str, root: Path) -> BenchmarkEntry:
     if data is None:
         looked = ", ".join(str(root / f) for f in folders)
         return BenchmarkEntry(name=name, missing=f"no {name} data under {root} (looked for {looked})")
+    if _brings_photos(data):  # the photos are in the file: a photo folder under the root would override them
+        return BenchmarkEntry(name=name, data=data)
     images = next((root / f for f in IMAGE_FOLDERS.get(name, ()) if (root / f).is_dir()), None)
     return BenchmarkEntry(name=name, data=data, images=images)
+
+
+def _brings_photos(data: Path) -> bool:
+    """A VLMEvalKit TSV or a parquet dataset (photos inside), not a folder in the official layout."""
+    from halluscope.benchmarks.foreign_data import foreign_layout
+
+    return foreign_layout(data) is not None
 
 
 def load_suite_file(
