@@ -216,7 +216,7 @@ def _check_stages(config: RunConfig, bench: Benchmark, selection: Selection) -> 
 def _check_known(config: RunConfig, stage: str, bench: Benchmark) -> None:
     """Refuse, before any answer is collected, an extractor or judge the benchmark's slot does not have;
     a judge of another benchmark is named with the benchmark it belongs to."""
-    from halluscope.judges import judge_belongs_elsewhere
+    from halluscope.benchmarks import judge_belongs_elsewhere
 
     registry, _ = _stage_registry(stage, bench)
     name = getattr(config, stage).name
