@@ -10,7 +10,8 @@ import of its module: the registry imports it when the name is asked for, so a c
 still a cycle.
 
 Importers read other tools' files for any benchmark: they know none by name, and reach a benchmark only
-through the hooks of :class:`halluscope.stages.Benchmark`.
+through the hooks of :class:`halluscope.stages.Benchmark`. Outside benchmarks/, no module decides anything by
+a benchmark's name, but for the listed places (:data:`NAMED_IN_LOGIC`), each with its reason.
 """
 
 from __future__ import annotations
@@ -278,6 +279,75 @@ def test_importers_know_no_benchmark_by_name() -> None:
     assert not found, "importers naming a benchmark (move the layout into the benchmark's hooks):\n" + "\n".join(
         found
     )
+
+
+#: Modules outside benchmarks/ that still decide something by a benchmark's registered name, each with why it
+#: stays for now; the test below fails on any other, and on an entry that no longer does so (never add one
+#: without a reason; move the knowledge into the benchmark module, a declared attribute or hook, instead).
+NAMED_IN_LOGIC: dict[str, str] = {
+    "halluscope.builders.parallel": "parallel forms are written per benchmark (its layout, its id scheme): "
+    "each form's writer belongs in its benchmark module, a move larger than this change",
+    "halluscope.builders.parallel_yesno": "AMBER's generative items keep their annotation: a per-item check "
+    "that belongs with AMBER's layout",
+    "halluscope.models.replay": "reads HQH's and PROVE's official answer layouts a second time: the issue's "
+    "'one read_responses per benchmark' removes it",
+    "halluscope.cli.validate": "validate-judge builds known-truth sets for the two benchmarks with claims "
+    "over scene graphs (synthetic, tri-he); the refusal names them for the user",
+    "halluscope.suite.answers": "recognises a LLaVA answer file by 'pope' in its file or folder names: a "
+    "file name another tool chose, not the registered name",
+}
+
+
+def benchmark_names_compared(source: str) -> list[str]:
+    """``line: literal`` for each benchmark name (any case) a decision is made on: an operand of ``==``,
+    ``!=``, ``in`` or ``not in`` (alone or inside a tuple, list or set operand), or a ``case`` pattern."""
+    from halluscope.benchmarks import BENCHMARKS
+
+    names = {name.lower() for name in BENCHMARKS.names()}
+
+    def named(node: ast.AST) -> list[ast.Constant]:
+        candidates = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return [
+            c for c in candidates
+            if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.strip().lower() in names
+        ]  # fmt: skip
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                found += [f"{c.lineno}: {c.value!r}" for c in named(operand)]
+        elif isinstance(node, ast.MatchValue):
+            found += [f"{c.lineno}: {c.value!r}" for c in named(node.value)]
+    return sorted(found, key=lambda entry: int(entry.split(":", 1)[0]))
+
+
+def test_no_module_outside_benchmarks_decides_by_a_benchmark_name() -> None:
+    """A branch on a benchmark's name outside benchmarks/ holds that benchmark's knowledge where adding or
+    renaming a benchmark cannot see it. Names in help texts, messages, examples and tables of defaults are
+    not decisions and are not looked for; the known decisions are :data:`NAMED_IN_LOGIC`."""
+    found: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if name == "halluscope.benchmarks" or name.startswith("halluscope.benchmarks."):
+            continue
+        entries = benchmark_names_compared(path.read_text(encoding="utf-8"))
+        if entries:
+            found[name] = entries
+    new = [f"{name}: {', '.join(found[name])}" for name in sorted(set(found) - set(NAMED_IN_LOGIC))]
+    assert not new, "deciding by a benchmark's name outside benchmarks/ (declare it in the benchmark):\n" + "\n".join(
+        new
+    )
+    stale = sorted(set(NAMED_IN_LOGIC) - set(found))
+    assert not stale, f"remove from NAMED_IN_LOGIC (no longer decides by a name): {', '.join(stale)}"
+
+
+def test_the_decision_check_sees_comparisons_and_cases_not_mentions() -> None:
+    source = (
+        'if b == "pope" or name in ("x", "HQH"):\n    pass\n'
+        'match b:\n    case "amber":\n        pass\n'
+        'print("pope")\nhelp = {"tri-he": 1}\n'
+    )
+    assert benchmark_names_compared(source) == ["1: 'pope'", "1: 'HQH'", "4: 'amber'"]
 
 
 def test_the_name_check_sees_names_and_reaches() -> None:

@@ -167,26 +167,16 @@ def rejudge(
 
 # --- evaluate -------------------------------------------------------------------------------------------
 
-#: Keyword options of :func:`evaluate`, besides the named parameters; each mirrors a ``halluscope run`` flag.
-_OPTIONS = {
-    "bench_options": "--bench-opt key=value, as a mapping",
-    "extractor_options": "--extractor-opt (``model`` here is --extractor-model)",
-    "judge_options": "--judge-opt (``model`` here is --judge-model)",
-    "model_options": "--model-opt",
-    "limit": "--limit",
-    "base_url": "--base-url",
-    "responses_key": "--responses-key",
-    "only_answered": "--only-answered",
-    "strict": "--strict",
-    "overwrite": "--overwrite",
-    "cache": "--cache (a path), or False for --no-cache",
-    "chunk_size": "--chunk-size",
-    "max_failure_share": "--max-failure-share",
-    "ci": "--ci (the headline intervals' confidence level)",
-    "max_tokens": "--max-tokens",
-    "concurrency": "--concurrency",
-    "progress": "show progress bars (default False)",
-}
+#: Keyword options of :func:`evaluate`, besides the named parameters: the fields of :class:`RunConfig` a user
+#: sets, each the mirror of a ``halluscope run`` flag (spelled by :mod:`halluscope.spelling`), so a new run
+#: option is taken here without a second table. Left out: the named parameters, the stages (given as a
+#: name and ``*_options``), and what the run sets itself (``cache=False`` is ``use_cache``; the surface; the
+#: re-judged run, which ``rejudge`` sets).
+_OPTIONS: frozenset[str] = (
+    frozenset(RunConfig.model_fields)
+    - {"benchmark", "data", "responses", "model", "out", "extractor", "judge"}
+    - {"use_cache", "surface", "rejudged_from"}
+) | {"extractor_options", "judge_options"}
 
 #: What :func:`evaluate` takes as answers: a file, or the answers themselves.
 Answers = str | Path | Iterable[Response | Mapping[str, Any]]

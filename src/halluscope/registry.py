@@ -36,6 +36,10 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def registered(self) -> list[str]:
+        """The names in the order they were registered (the catalogue's own order, for messages)."""
+        return list(self._entries)
+
     def factory(self, name: str) -> Callable[..., T]:
         if name not in self._entries:
             raise UnknownComponentError(

@@ -60,4 +60,39 @@ def benchmark_class(name: str) -> type[Benchmark]:
     return owner
 
 
-__all__ = ["BENCHMARKS", "Benchmark", "MetricsReport", "ScoringContext", "benchmark_class"]
+def judge_slots() -> dict[str, tuple[str, ...]]:
+    """Each kind of judge slot (``judges.JUDGE_KINDS``) → the benchmarks whose judge slot it fills, made from
+    what each benchmark declares (``judge_kind``; a benchmark without a default judge has no slot), so a new
+    benchmark is listed with its judges without a second table to keep. Imports every benchmark module."""
+    from halluscope.judges import JUDGE_KINDS
+
+    slots: dict[str, list[str]] = {kind: [] for kind in JUDGE_KINDS}
+    for name in BENCHMARKS.registered():
+        declared = benchmark_class(name)
+        if declared.default_judge is not None:
+            slots.setdefault(declared.judge_kind, []).append(name)
+    return {kind: tuple(names) for kind, names in slots.items()}
+
+
+def judge_belongs_elsewhere(name: str, kind: str) -> str | None:
+    """Where a judge that is not of ``kind`` belongs, in words (``judge 'hqh-llm' belongs to --benchmark
+    hqh``), or None when no other kind has it."""
+    from halluscope.judges import JUDGE_KINDS
+
+    others = [k for k, registry in JUDGE_KINDS.items() if k != kind and name in registry.names()]
+    if not others:
+        return None
+    slots = judge_slots()
+    where = " or ".join(f"--benchmark {b}" for k in others for b in slots[k])
+    return f"judge {name!r} belongs to {where}"
+
+
+__all__ = [
+    "BENCHMARKS",
+    "Benchmark",
+    "MetricsReport",
+    "ScoringContext",
+    "benchmark_class",
+    "judge_belongs_elsewhere",
+    "judge_slots",
+]

@@ -14,11 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from halluscope.spelling import Given, PhrasedError, Surface, phrase
+
 __all__ = ["JudgeAliasError", "MovedJudge", "move_judge_aliases"]
 
 
-class JudgeAliasError(ValueError):
-    """A judge given both the old way (a benchmark option) and the new way (the judge slot)."""
+class JudgeAliasError(PhrasedError, ValueError):
+    """A judge given both the old way (a benchmark option) and the new way (the judge slot); its message
+    names the options, phrased for the surface that gave them."""
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,11 @@ def move_judge_aliases(benchmark: str, bench_options: Mapping[str, Any], judge_g
         return None
     if judge_given:
         raise JudgeAliasError(
-            f"the {benchmark} judge is given twice: by --bench-opt {', '.join(old)} (the old spelling) and by "
-            "--judge/--judge-model/--judge-opt; keep the --judge ones only"
+            phrase(
+                "the {benchmark} judge is given twice: by {old} (the old spelling) and by {flag:judge_slot}; "
+                "keep the {flag:judge} ones only",
+                benchmark=benchmark, old=_OldKeys(tuple(old)),
+            )
         )
     judge = str(bench_options.get(name_option) or default).strip().lower()
     options = {renamed[k]: bench_options[k] for k in renamed if bench_options.get(k) is not None}
@@ -82,3 +88,16 @@ def move_judge_aliases(benchmark: str, bench_options: Mapping[str, Any], judge_g
         f"{' '.join(new)} instead (in Python: {python})"
     )
     return MovedJudge(rest, judge, options, note)
+
+
+@dataclass(frozen=True)
+class _OldKeys:
+    """The old judge options given, in either spelling: ``--bench-opt judge, llm_model`` on the command line,
+    ``bench_options['judge'], bench_options['llm_model']`` in Python."""
+
+    keys: tuple[str, ...]
+
+    def phrase(self, surface: Surface) -> str:
+        if surface == "cli":
+            return f"--bench-opt {', '.join(self.keys)}"
+        return ", ".join(Given("bench_options", key=key).phrase("api") for key in self.keys)

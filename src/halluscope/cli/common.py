@@ -59,6 +59,14 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def judge_names() -> str:
+    """Every registered judge, by the kind of judge slot it fills, for ``--judge``'s help: made from the
+    registries (names only; no judge is imported), so a new judge is listed without editing a help text."""
+    from halluscope.judges import JUDGE_KINDS
+
+    return "; ".join(f"{kind}: {' | '.join(registry.names())}" for kind, registry in JUDGE_KINDS.items())
+
+
 def join_urls(urls: list[str] | None) -> str | None:
     """Repeated ``--base-url`` values as the one comma-separated string every LLM stage option takes."""
     return ",".join(urls) if urls else None

@@ -17,17 +17,18 @@ def list_components() -> None:
     options (--bench-opt)."""
     from rich.table import Table
 
-    from halluscope.benchmarks import BENCHMARKS
+    from halluscope.benchmarks import BENCHMARKS, judge_slots
     from halluscope.claims import EXTRACTORS
-    from halluscope.judges import JUDGE_KINDS, KIND_BENCHMARKS
+    from halluscope.judges import JUDGE_KINDS
     from halluscope.models import MODELS
 
     table = Table(title="halluscope components")
     table.add_column("kind")
     table.add_column("name")
     table.add_column("what it is")
+    slots = judge_slots()
     judges: list[tuple[str, Registry[Any]]] = [
-        (f"judge ({', '.join(KIND_BENCHMARKS[kind])})", registry) for kind, registry in JUDGE_KINDS.items()
+        (f"judge ({', '.join(slots[kind])})", registry) for kind, registry in JUDGE_KINDS.items()
     ]
     others: list[tuple[str, Registry[Any]]] = [("benchmark", BENCHMARKS), ("extractor", EXTRACTORS)]
     for kind, registry in (*others, *judges, ("model", MODELS)):

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from halluscope.cli.common import fail, interactive, join_urls
+from halluscope.cli.common import fail, interactive, join_urls, judge_names
 from halluscope.cli.flags import flags_command
 from halluscope.cli.run import execute_and_show, stage_choice
 
@@ -19,7 +19,10 @@ class RejudgeFlags:
 
     run_dir: Annotated[Path, typer.Argument(help="The finished run whose answers are judged again.")]
     out: Annotated[Path, typer.Option("--out", "-o", help="The new run directory (re-run to resume).")]
-    judge: Annotated[str | None, typer.Option(help="The judge this time (the benchmark's default if omitted).")] = None
+    judge: Annotated[
+        str | None,
+        typer.Option(help=f"The judge this time (the benchmark's default if omitted), by kind: {judge_names()}."),
+    ] = None
     judge_model: Annotated[str | None, typer.Option(help="Model of the judge (as `run --judge-model`).")] = None
     judge_opt: Annotated[list[str] | None, typer.Option(help="Judge option key=value (repeatable).")] = None
     extractor: Annotated[str | None, typer.Option(help="Another claim extractor (the old run's if omitted).")] = None

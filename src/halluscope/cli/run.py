@@ -19,6 +19,7 @@ from halluscope.cli.common import (
     fail,
     interactive,
     join_urls,
+    judge_names,
     parse_options,
     stops_on_signals,
 )
@@ -70,7 +71,10 @@ class RunFlags:
     extractor_opt: Annotated[list[str] | None, typer.Option(help="Extractor option key=value.")] = None
     judge: Annotated[
         str | None,
-        typer.Option(help="Judge: similarity | typed | llm; Reefknot VQA: nli | llm (benchmark default)."),
+        typer.Option(
+            help=f"Judge, by the kind of answer it judges (`halluscope list` names each kind's benchmarks): "
+            f"{judge_names()} (benchmark default)."
+        ),
     ] = None
     judge_model: Annotated[
         str | None,

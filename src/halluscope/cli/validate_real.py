@@ -91,7 +91,8 @@ def _extractor(name: str, options: dict[str, Any], store: Any) -> Any:
 
 def claim_judge(name: str, options: dict[str, Any], store: Any) -> Any:
     """The claim judge ``name``, or a clear stop: unknown, badly configured, or a judge of whole answers."""
-    from halluscope.judges import JUDGES, judge_belongs_elsewhere
+    from halluscope.benchmarks import judge_belongs_elsewhere
+    from halluscope.judges import JUDGES
     from halluscope.registry import UnknownComponentError
 
     elsewhere = None if name in JUDGES.names() else judge_belongs_elsewhere(name, "claims")

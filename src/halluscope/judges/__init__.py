@@ -3,10 +3,18 @@
 reference (HallusionBench, HQH, MMHal-Bench, each graded its own way), and a statement against the image.
 
 A benchmark names its kind (``judge_kind``), so ``--judge`` offers exactly the judges that can score it,
-and a judge of another kind is refused before any answer is collected, naming where it belongs."""
+and a judge of another kind is refused before any answer is collected, naming where it belongs (which
+benchmarks each kind serves is known a layer up, from the benchmarks' own ``judge_kind``:
+``halluscope.benchmarks.judge_slots``). Importing this package imports no judge: ``--help`` lists the names."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from halluscope.registry import Registry
-from halluscope.stages import AnyJudge
+
+if TYPE_CHECKING:
+    from halluscope.stages import AnyJudge
 
 JUDGES: Registry[AnyJudge] = Registry(
     "judge",
@@ -118,27 +126,6 @@ JUDGE_KINDS: dict[str, Registry[AnyJudge]] = {
     "gavie": GAVIE_JUDGES,
 }
 
-#: The benchmarks whose judge slot each kind fills, as ``halluscope list`` and messages name them.
-KIND_BENCHMARKS: dict[str, tuple[str, ...]] = {
-    "claims": ("tri-he", "synthetic"),
-    "entailment": ("reefknot",),  # its VQA task; yes/no and multiple choice use no judge
-    "answers": ("hallusionbench",),
-    "visual-entailment": ("prove",),
-    "hqh": ("hqh",),
-    "mmhal": ("mmhal",),
-    "gavie": ("gavie",),
-}
-
-
-def judge_belongs_elsewhere(name: str, kind: str) -> str | None:
-    """Where a judge that is not of ``kind`` belongs, in words (``judge 'hqh-llm' belongs to --benchmark
-    hqh``), or None when no kind has it."""
-    others = [k for k, registry in JUDGE_KINDS.items() if k != kind and name in registry.names()]
-    if not others:
-        return None
-    where = " or ".join(f"--benchmark {b}" for k in others for b in KIND_BENCHMARKS[k])
-    return f"judge {name!r} belongs to {where}"
-
 __all__ = [
     "ANSWER_JUDGES",
     "ENTAILMENT_JUDGES",
@@ -146,9 +133,7 @@ __all__ = [
     "HQH_JUDGES",
     "JUDGES",
     "JUDGE_KINDS",
-    "KIND_BENCHMARKS",
     "MMHAL_JUDGES",
     "VISUAL_ENTAILMENT_JUDGES",
-    "judge_belongs_elsewhere",
     "judge_registry",
 ]

@@ -13,40 +13,18 @@ command line or in Python, and :meth:`RunConfig.flag` spells it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from halluscope.redact import is_secret_name, mask_data
+from halluscope.spelling import Surface, spell
 
 __all__ = ["EvaluationError", "RunConfig", "StageChoice"]
 
 
 class EvaluationError(ValueError):
     """The evaluation could not be set up (unknown component, bad option, unreadable responses, ...)."""
-
-
-#: How each option is written on the command line and in :func:`halluscope.evaluate`.
-_SPELLINGS: dict[str, tuple[str, str]] = {
-    "limit": ("--limit", "limit="),
-    "responses": ("--responses FILE", "responses="),
-    "model": ("--model SPEC", "model="),
-    "responses_key": ("--responses-key", "responses_key="),
-    "strict": ("--strict", "strict="),
-    "model_options": ("--model-opt", "model_options="),
-    "max_tokens": ("--max-tokens", "max_tokens="),
-    "concurrency": ("--concurrency", "concurrency="),
-    "only_answered": ("--only-answered", "only_answered="),
-    "base_url": ("--base-url", "base_url="),
-    "out": ("--out", "out="),
-    "overwrite": ("--overwrite", "overwrite=True"),
-    "extractor": ("--extractor", "extractor="),
-    "extractor_model": ("--extractor-model", "extractor_options['model']"),
-    "extractor_options": ("--extractor-opt", "extractor_options="),
-    "judge": ("--judge", "judge="),
-    "judge_model": ("--judge-model", "judge_options['model']"),
-    "judge_options": ("--judge-opt", "judge_options="),
-}
 
 
 class StageChoice(BaseModel):
@@ -99,16 +77,15 @@ class RunConfig(BaseModel):
     ci: float = Field(default=0.95, ge=0.5, le=0.999)
     progress: bool = False
     #: Where the options were written: names in messages follow it.
-    surface: Literal["cli", "api"] = "cli"
+    surface: Surface = "cli"
 
     #: Answer length and requests in flight for ``model`` runs when not given.
     DEFAULT_MAX_TOKENS: ClassVar[int] = 512
     DEFAULT_CONCURRENCY: ClassVar[int] = 4
 
     def flag(self, option: str) -> str:
-        """``option`` as the user writes it here (``--judge-opt`` or ``judge_options=``)."""
-        cli, api = _SPELLINGS[option]
-        return cli if self.surface == "cli" else api
+        """``option`` as the user writes it here (``--judge-opt`` or ``judge_options=``; see ``spelling``)."""
+        return spell(option, self.surface)
 
     def benchmark_options(self) -> dict[str, Any]:
         """The benchmark's options (the limit is not one: the run selects the samples, not the benchmark)."""

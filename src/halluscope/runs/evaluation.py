@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from halluscope.redact import mask_text
 from halluscope.runs.config import EvaluationError, RunConfig, StageChoice
-from halluscope.runs.selection import Selection, items_from_responses, limit_from_options
+from halluscope.runs.selection import LimitOptionError, Selection, items_from_responses, limit_from_options
 from halluscope.runs.setup import (
     create_benchmark,
     create_stage,
@@ -39,6 +39,7 @@ from halluscope.types import MetricsReport, Response
 if TYPE_CHECKING:
     from halluscope.cache import Cache
     from halluscope.llm.local import LocalLLM
+    from halluscope.spelling import PhrasedError
     from halluscope.stages import Benchmark, ScoringContext
 
 __all__ = ["RunHooks", "RunOutcome", "WarningHooks", "execute"]
@@ -204,7 +205,7 @@ def _check_stages(config: RunConfig, bench: Benchmark, selection: Selection) -> 
         return
     conflict = local_base_url_conflict(local_stages, endpoint_stage)
     if conflict:
-        raise EvaluationError(conflict.replace("--base-url", config.flag("base_url")))
+        raise EvaluationError(conflict.phrase(config.surface))
     if not endpoint_stage:
         raise EvaluationError(
             f"{config.flag('base_url')} is the endpoint of the llm extractor or judge, and neither is used in "
@@ -215,7 +216,7 @@ def _check_stages(config: RunConfig, bench: Benchmark, selection: Selection) -> 
 def _check_known(config: RunConfig, stage: str, bench: Benchmark) -> None:
     """Refuse, before any answer is collected, an extractor or judge the benchmark's slot does not have;
     a judge of another benchmark is named with the benchmark it belongs to."""
-    from halluscope.judges import judge_belongs_elsewhere
+    from halluscope.benchmarks import judge_belongs_elsewhere
 
     registry, _ = _stage_registry(stage, bench)
     name = getattr(config, stage).name
@@ -245,13 +246,10 @@ def _move_old_judge_spelling(config: RunConfig, hooks: RunHooks) -> RunConfig:
     try:
         moved = move_judge_aliases(config.benchmark, config.bench_options, bool(config.judge.given))
     except JudgeAliasError as error:
-        message = str(error)
-        if config.surface == "api":
-            message = message.replace("--judge/--judge-model/--judge-opt", "judge=/judge_options=")
-        raise EvaluationError(message) from error
+        raise EvaluationError(error.phrase(config.surface)) from error
     if moved is None:
         return config
-    hooks.old_spelling(moved.note)
+    hooks.old_spelling(moved.note)  # it gives both spellings
     judge = StageChoice(name=moved.judge, options=moved.judge_options)
     return config.model_copy(update={"bench_options": moved.bench_options, "judge": judge})
 
@@ -259,12 +257,12 @@ def _move_old_judge_spelling(config: RunConfig, hooks: RunHooks) -> RunConfig:
 def _move_limit_option(config: RunConfig, hooks: RunHooks) -> RunConfig:
     """``--bench-opt limit=N`` (the old spelling) moved to the run's limit; the note says what to write."""
     try:
-        moved = limit_from_options(config.bench_options, config.limit, config.surface)
-    except ValueError as error:
-        raise EvaluationError(str(error)) from error
+        moved = limit_from_options(config.bench_options, config.limit)
+    except LimitOptionError as error:
+        raise EvaluationError(error.phrase(config.surface)) from error
     if moved.note is None:
         return config
-    hooks.old_spelling(moved.note)
+    hooks.old_spelling(moved.note.phrase(config.surface))
     return config.model_copy(update={"bench_options": moved.bench_options, "limit": moved.limit})
 
 
@@ -287,11 +285,9 @@ def _check_out(config: RunConfig, fields: Mapping[str, Any]) -> None:
         check_run_dir(config.out, fields, tuple(fields))
 
 
-def _run_dir_error(config: RunConfig, error: Exception) -> EvaluationError:
-    message = str(error)
-    if config.surface == "api":
-        message = message.replace("--out", "out=").replace("--overwrite", "overwrite=True")
-    return EvaluationError(message)
+def _run_dir_error(config: RunConfig, error: PhrasedError) -> EvaluationError:
+    """A run folder that cannot be used, as an :class:`EvaluationError` naming ``out`` as the user wrote it."""
+    return EvaluationError(error.phrase(config.surface))
 
 
 def _gather_answers(

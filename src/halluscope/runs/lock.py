@@ -33,17 +33,19 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from halluscope.spelling import Message, PhrasedError, phrase
+
 LOCK_FILE = ".halluscope.lock"
 
 
-class RunDirBusyError(RuntimeError):
+class RunDirBusyError(PhrasedError, RuntimeError):
     """Another process is writing to the run folder."""
 
 
-class RunDirWriteError(RuntimeError):
+class RunDirWriteError(PhrasedError, RuntimeError):
     """The run folder cannot be written (full disk, read-only file system, no permission)."""
 
-    def __init__(self, message: str, errno_value: int) -> None:
+    def __init__(self, message: Message | str, errno_value: int) -> None:
         super().__init__(message)
         self.errno = errno_value
 
@@ -109,8 +111,12 @@ def run_dir_lock(out_dir: Path) -> Iterator[None]:
     except BlockingIOError:
         os.close(fd)
         raise RunDirBusyError(
-            f"{out_dir} is in use by {describe_holder(folder)}; wait for it to finish or stop it, or choose "
-            "another --out (one process writes a run folder at a time)"
+            phrase(
+                "{out_dir} is in use by {holder}; wait for it to finish or stop it, or choose another {flag:out} "
+                "(one process writes a run folder at a time)",
+                out_dir=out_dir,
+                holder=describe_holder(folder),
+            )
         ) from None
     try:
         with run_dir_writes(out_dir):
@@ -155,9 +161,9 @@ def _release(key: tuple[Path, int]) -> None:
 _WRITE_PROBLEMS = {
     errno.ENOSPC: "the disk is full; free some space",
     errno.EDQUOT: "the disk quota is used up; free some space",
-    errno.EROFS: "it is on a read-only file system; choose an --out on a writable disk",
-    errno.EACCES: "permission denied; choose an --out you may write to",
-    errno.EPERM: "permission denied; choose an --out you may write to",
+    errno.EROFS: "it is on a read-only file system; choose an {flag:out} on a writable disk",
+    errno.EACCES: "permission denied; choose an {flag:out} you may write to",
+    errno.EPERM: "permission denied; choose an {flag:out} you may write to",
 }
 
 
@@ -175,8 +181,11 @@ def run_dir_writes(out_dir: Path) -> Iterator[None]:
         if what is None or not _inside(error.filename, out_dir):
             raise
         raise RunDirWriteError(
-            f"cannot write to {out_dir}: {what} ({os.strerror(error.errno or 0)}); then re-run the same "
-            "command to resume: what was written before is kept",
+            phrase(
+                "cannot write to {out_dir}: " + what + " ({reason}); then re-run the same command to resume: "
+                "what was written before is kept",
+                out_dir=out_dir, reason=os.strerror(error.errno or 0),
+            ),
             error.errno or 0,
         ) from error
 

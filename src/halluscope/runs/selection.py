@@ -27,11 +27,13 @@ from itertools import islice
 from types import MappingProxyType
 from typing import Any
 
+from halluscope.spelling import Given, Message, PhrasedError, phrase
 from halluscope.stages import Benchmark
 from halluscope.types import Sample
 
 __all__ = [
     "LimitOption",
+    "LimitOptionError",
     "Selection",
     "every_sample",
     "first_samples",
@@ -131,40 +133,47 @@ class LimitOption:
 
     bench_options: dict[str, Any]
     limit: int | None
-    #: What to write instead, when the old spelling was used (None otherwise).
-    note: str | None = None
+    #: What to write instead, when the old spelling was used (None otherwise); ``str()`` is the command
+    #: line's phrasing.
+    note: Message | None = None
 
 
-def limit_from_options(
-    bench_options: Mapping[str, Any], limit: int | None, surface: str = "cli"
-) -> LimitOption:
+class LimitOptionError(PhrasedError, ValueError):
+    """``--bench-opt limit=N`` that is no number of samples, or contradicts ``--limit`` (named per surface)."""
+
+
+def limit_from_options(bench_options: Mapping[str, Any], limit: int | None) -> LimitOption:
     """Take ``limit`` out of the benchmark options: it is the run's ``--limit``, under another name.
 
     Why: benchmarks used to apply a ``limit`` option themselves, each its own way (POPE per question file,
     AMBER per type, Reefknot split over tasks), so ``--limit 3`` could ask 3 questions and score 27. The
     option still works and means what ``--limit`` means: the first N samples of the run. Raises
-    :class:`ValueError` (one line) when it is not a whole number of at least 1 or contradicts ``limit``.
-    ``surface`` ("cli" or "api") says how the messages spell the options.
+    :class:`LimitOptionError` (one line) when it is not a whole number of at least 1 or contradicts
+    ``limit``. The note and the errors name the options, phrased for the surface that shows them.
     """
     options = dict(bench_options)
     if "limit" not in options:
         return LimitOption(options, limit)
     raw = options.pop("limit")
-    api = surface == "api"
-    given = f"bench_options['limit']={raw!r}" if api else f"--bench-opt limit={raw}"
-
-    def run_limit(n: Any) -> str:
-        return f"limit={n}" if api else f"--limit {n}"
-
+    given, any_limit = Given("bench_options", raw, key="limit"), Given("limit", "N", literal=True)
     try:
         alias = int(str(raw).strip())
     except ValueError:
-        raise ValueError(f"{given}: not a whole number; give {run_limit('N')} instead") from None
+        not_whole = phrase("{given}: not a whole number; give {n} instead", given=given, n=any_limit)
+        raise LimitOptionError(not_whole) from None
     if alias < 1:
-        raise ValueError(f"{given}: must be at least 1; give {run_limit('N')} instead")
+        raise LimitOptionError(phrase("{given}: must be at least 1; give {n} instead", given=given, n=any_limit))
     if limit is not None and limit != alias:
-        once = run_limit("N")
-        raise ValueError(f"{given} and {run_limit(limit)} disagree; give the number of samples once, as {once}")
-    note = f"{given} is the run's {run_limit(alias)} now (the first {alias} samples of the run)"
-    note += f"; write {run_limit(alias)}"
+        raise LimitOptionError(
+            phrase(
+                "{given} and {limit} disagree; give the number of samples once, as {n}",
+                given=given,
+                limit=Given("limit", limit),
+                n=any_limit,
+            )
+        )
+    note = phrase(
+        "{given} is the run's {limit} now (the first {alias} samples of the run); write {limit}",
+        given=given, limit=Given("limit", alias), alias=alias,
+    )  # fmt: skip
     return LimitOption(options, alias, note)

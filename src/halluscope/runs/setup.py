@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from halluscope.runs.config import EvaluationError
+from halluscope.spelling import Message, phrase
 from halluscope.types import Response
 
 if TYPE_CHECKING:
@@ -126,17 +127,18 @@ def _local_options(
         raise EvaluationError(str(error)) from error
 
 
-def local_base_url_conflict(local_stages: Iterable[str], endpoint_stage: bool) -> str | None:
+def local_base_url_conflict(local_stages: Iterable[str], endpoint_stage: bool) -> Message | None:
     """Why a run-wide ``base_url`` cannot be used: some stage's model is ``local`` and no other stage
     (``endpoint_stage``) would call the endpoint it names."""
     local_list = list(local_stages)
     if not local_list or endpoint_stage:
         return None
     which = " and ".join(f"the {stage}" for stage in local_list)
-    return (
-        f"model 'local' starts the packaged model on a server of its own for {which}, and --base-url names "
+    return phrase(
+        "model 'local' starts the packaged model on a server of its own for {which}, and {flag:base_url} names "
         "another endpoint for the same stage; give one of the two (for a server you run yourself, "
-        "`halluscope serve` prints a --base-url and a model name to use instead of 'local')"
+        "`halluscope serve` prints a {flag:base_url} and a model name to use instead of 'local')",
+        which=which,
     )
 
 

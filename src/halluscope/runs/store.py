@@ -38,6 +38,7 @@ from halluscope.jsonio import (
     write_jsonl_atomic,
     write_text_atomic,
 )
+from halluscope.spelling import PhrasedError, phrase
 from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import MetricsReport, SampleRecord
 
@@ -57,8 +58,9 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-class RunDirError(ValueError):
-    """A run directory is missing, incomplete, or belongs to a different configuration."""
+class RunDirError(PhrasedError, ValueError):
+    """A run directory is missing, incomplete, or belongs to a different configuration (its message names
+    ``out`` and ``overwrite`` by name: phrased for the surface that gave them)."""
 
 
 def read_spec(run_dir: Path) -> dict[str, Any]:
@@ -294,8 +296,12 @@ def check_run_dir(out_dir: Path, spec: Mapping[str, Any], keys: tuple[str, ...] 
         same = same_responses(there, now) if key == "responses" else there == now
         if not same:
             raise RunDirError(
-                f"{out_dir} holds a run with {describe_difference(key, there, now)}; choose another --out, "
-                "or pass --overwrite to replace it"
+                phrase(
+                    "{out_dir} holds a run with {difference}; choose another {flag:out}, or pass "
+                    "{flag:overwrite} to replace it",
+                    out_dir=out_dir,
+                    difference=describe_difference(key, there, now),
+                )
             )
 
 
