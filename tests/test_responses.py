@@ -2,13 +2,8 @@ import json
 
 import pytest
 
-from halluscope.responses import (
-    ResponsesError,
-    load_responses,
-    load_tri_he_answers,
-    read_any_responses,
-    write_responses,
-)
+from halluscope.benchmarks.tri_he import load_tri_he_answers, read_tri_he_or
+from halluscope.responses import ResponsesError, load_responses, write_responses
 from halluscope.types import Claim, Response
 
 
@@ -75,7 +70,7 @@ def test_official_tri_he_layout(tmp_path):
     }
     path = tmp_path / "answers.json"
     path.write_text(json.dumps(data))
-    loaded = read_any_responses(path)
+    loaded = read_tri_he_or(path, lambda: load_responses(path))  # told apart from JSONL by content
     assert loaded.responses["1-0"].response == "It is red."
     assert loaded.problems == ["answers.json: 1-1: no answer under key 'llava'"]
     with pytest.raises(ResponsesError, match="cannot tell which field"):
