@@ -22,8 +22,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, ClassVar
 
-from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.tri_he import read_tri_he_or
+from halluscope.benchmarks.base import MetricsReport, ScoringContext
+from halluscope.benchmarks.tri_he import TriHELayout
 from halluscope.benchmarks.triplets import score_open_answers, triplet_declarations, triplet_tables
 from halluscope.builders.synthetic import (
     SyntheticDataError,
@@ -35,7 +35,6 @@ from halluscope.builders.synthetic import (
 )
 from halluscope.cache import default_cache_dir
 from halluscope.metrics.triplets import triplet_metrics
-from halluscope.responses import ResponsesFile
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import MetricDeclaration, MetricTable
 from halluscope.types import Response, Sample, SampleRecord, VerdictLabel
@@ -56,7 +55,7 @@ def default_data_dir(n: int = DEFAULT_N, seed: int = DEFAULT_SEED) -> Path:
     return folder
 
 
-class SyntheticBenchmark(Benchmark):
+class SyntheticBenchmark(TriHELayout):
     """Open questions about synthetic scenes, scored claim by claim against their exact scene graphs."""
 
     name: ClassVar[str] = "synthetic"
@@ -94,24 +93,6 @@ class SyntheticBenchmark(Benchmark):
 
     def spec(self, samples: Sequence[Sample] | None = None) -> dict[str, Any]:
         return {"benchmark": self.name, "data": str(self.path.resolve())}
-
-    def read_responses(
-        self,
-        path: Path,
-        *,
-        benchmark_ids: set[str] | None = None,
-        key: str | None = None,
-        claims_key: str | None = None,
-    ) -> ResponsesFile:
-        """The folder's questions are Tri-HE's too (its ``tri-he.json``), so answers in Tri-HE's layout are read
-        as Tri-HE reads them; else the default layouts."""
-        return read_tri_he_or(
-            path,
-            lambda: super(SyntheticBenchmark, self).read_responses(path, benchmark_ids=benchmark_ids, key=key),
-            key=key,
-            claims_key=claims_key,
-            benchmark_ids=benchmark_ids,
-        )
 
     def samples(self) -> Iterator[Sample]:
         for question in self.questions:

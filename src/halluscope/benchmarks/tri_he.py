@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -245,30 +245,34 @@ def is_tri_he_layout(path: Path) -> bool:
 
 
 
-def read_tri_he_or(
-    path: Path,
-    otherwise: Callable[[], ResponsesFile],
-    *,
-    key: str | None = None,
-    claims_key: str | None = None,
-    benchmark_ids: set[str] | None = None,
-) -> ResponsesFile:
-    """Answers in Tri-HE's layout when the file is one (a JSON object, not another tool's output), else
-    ``otherwise()``: the benchmark's other layouts. A JSON object that is not Tri-HE's layout is refused
-    with the Tri-HE reader's reason; a file that is not one JSON object is left to ``otherwise``."""
-    from halluscope.importers import detect_external
+class TriHELayout(Benchmark):
+    """A benchmark whose questions are Tri-HE's (Tri-HE itself, the synthetic set that writes a ``tri-he.json``):
+    it reads answers in Tri-HE's layout too, besides the default layouts."""
 
-    path = Path(path)
-    if is_tri_he_layout(path) and detect_external(path) is None:
-        try:
-            return load_tri_he_answers(path, key, claims_key, benchmark_ids=benchmark_ids)
-        except ResponsesError:
-            if is_single_json_object(path):
-                raise
-    return otherwise()
+    def read_responses(
+        self,
+        path: Path,
+        *,
+        benchmark_ids: set[str] | None = None,
+        key: str | None = None,
+        claims_key: str | None = None,
+    ) -> ResponsesFile:
+        """Tri-HE's layout (``tri-he.json`` with answers under ``key``, triplets under ``claims_key``) when the
+        file is one (a JSON object, not another tool's output), else the default layouts. A JSON object that is
+        not Tri-HE's layout is refused with the Tri-HE reader's reason."""
+        from halluscope.importers import detect_external
+
+        path = Path(path)
+        if is_tri_he_layout(path) and detect_external(path) is None:
+            try:
+                return load_tri_he_answers(path, key, claims_key, benchmark_ids=benchmark_ids)
+            except ResponsesError:
+                if is_single_json_object(path):
+                    raise
+        return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
 
 
-class TriHE(Benchmark):
+class TriHE(TriHELayout):
     """The Tri-HE benchmark: open questions, answers judged claim by claim against the scene graph."""
 
     name: ClassVar[str] = "tri-he"
@@ -307,24 +311,6 @@ class TriHE(Benchmark):
             "images": str(self.images_dir),
             **image_spec(self.images_dir, self._counted(samples), self.missing_images),
         }
-
-    def read_responses(
-        self,
-        path: Path,
-        *,
-        benchmark_ids: set[str] | None = None,
-        key: str | None = None,
-        claims_key: str | None = None,
-    ) -> ResponsesFile:
-        """Tri-HE's own layout (``tri-he.json`` with answers under ``key``, triplets under ``claims_key``), told
-        apart by content, else the default layouts."""
-        return read_tri_he_or(
-            path,
-            lambda: super(TriHE, self).read_responses(path, benchmark_ids=benchmark_ids, key=key),
-            key=key,
-            claims_key=claims_key,
-            benchmark_ids=benchmark_ids,
-        )
 
     def samples(self) -> Iterator[Sample]:
         for image_id, entry in self.raw.items():
