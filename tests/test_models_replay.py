@@ -4,6 +4,7 @@ benchmark the model is bound to (its one reader of each layout), as a run binds 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -186,3 +187,28 @@ def test_unreadable_files(tmp_path: Path) -> None:
     odd.write_text(json.dumps({"question": "x", "text": "y"}) + "\n")
     with pytest.raises(ReplayError, match=r"cannot tell the layout.*\?format="):
         detect_format(odd)
+
+
+def test_prove_layout_is_read_by_the_benchmark_for_responses_too(tmp_path: Path) -> None:
+    listed = tmp_path / "prove_list.json"
+    listed.write_text(json.dumps([{"qa_id": "q1", "response": "Red."}, {"qa_id": "q2", "response": "Two."}]))
+    loaded = Prove(data=listed).read_responses(listed, benchmark_ids={"q1"})
+    assert loaded.layout == "prove" and list(loaded.responses) == ["q1"]
+    assert loaded.problems == ["prove_list.json item 1: unknown id 'q2': no such sample in the benchmark"]
+
+
+def test_layout_options_and_a_named_format_are_checked_by_the_benchmark_that_reads(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps({"id": "a", "response": "x"}) + "\n")
+    model = create_model(f"replay/{path}?id_key=qid", cache=Cache(None))
+    assert isinstance(model, ReplayModel)
+    with pytest.raises(ReplayError, match=r"the plain benchmark's answer layouts take no \?id_key="):
+        model.bind(_DefaultLayouts())
+    with pytest.raises(ReplayError, match="bind the replay model"):  # read only once bound
+        asyncio.run(_answer(model, "a"))
+    listed = tmp_path / "prove_list.json"
+    listed.write_text(json.dumps([{"qa_id": "q1", "response": "Red."}]))
+    named = create_model(f"replay/{listed}?format=hqh", cache=Cache(None))
+    assert isinstance(named, ReplayModel)
+    with pytest.raises(ReplayError, match="reads this file as the prove layout, not hqh"):
+        named.bind(Prove(data=listed))
