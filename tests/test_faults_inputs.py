@@ -24,11 +24,12 @@ import pytest
 from typer.testing import CliRunner
 
 from halluscope.benchmarks.pope import Pope
+from halluscope.benchmarks.reefknot import load_reefknot_responses
 from halluscope.cache import Cache, CacheWarning
 from halluscope.importers import detect_external, xlsx
 from halluscope.importers.vlmevalkit import read_table
 from halluscope.jsonio import iter_jsonl, loads_json
-from halluscope.responses import ResponsesError, load_reefknot_responses, load_responses
+from halluscope.responses import ResponsesError, load_responses
 from halluscope.runs.store import scan_records
 from tests.paths import PEER_OUTPUTS_EXCERPT, POPE_EXCERPT
 

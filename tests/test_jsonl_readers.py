@@ -8,10 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from halluscope.benchmarks.reefknot import ReefknotDataError, read_reefknot_file
+from halluscope.benchmarks.reefknot import (
+    Reefknot,
+    ReefknotDataError,
+    load_reefknot_responses,
+    read_reefknot_file,
+)
 from halluscope.models.replay import ReplayModel
 from halluscope.report.rundir import read_records_jsonl
-from halluscope.responses import load_reefknot_responses, load_responses
+from halluscope.responses import load_responses
 from halluscope.runs.respond import read_collected
 
 
@@ -46,6 +51,7 @@ def test_reefknot_layout_reports_bad_lines_by_number(reefknot_dir: Path, tmp_pat
     assert set(loaded.responses) == {"yesno-0", "yesno-2"}  # line numbers stay the sample ids
     assert any(p.startswith("answers.jsonl line 2: not valid JSON") for p in loaded.problems)
     replay = ReplayModel.from_spec(str(path))
+    replay.bind(Reefknot(data=reefknot_dir))  # the benchmark's reader reads the file
     assert replay.ids() == {"yesno-0", "yesno-2"}
     assert any("line 2" in p for p in replay.problems)
 

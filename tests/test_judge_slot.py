@@ -187,6 +187,7 @@ def test_every_llm_judge_of_every_slot_is_reached_by_base_url_and_model_local() 
         "visual-entailment": {"vlm"},
         "hqh": {"hqh-llm", "vlm"},
         "mmhal": {"mmhal-llm"},
+        "gavie": {"gavie-llm"},
     }
     assert set(JUDGE_KINDS) == set(asks_an_llm)
     for kind, registry in JUDGE_KINDS.items():

@@ -2,13 +2,8 @@ import json
 
 import pytest
 
-from halluscope.responses import (
-    ResponsesError,
-    load_responses,
-    load_tri_he_answers,
-    read_any_responses,
-    write_responses,
-)
+from halluscope.benchmarks.tri_he import TriHE, load_tri_he_answers
+from halluscope.responses import ResponsesError, load_responses, write_responses
 from halluscope.types import Claim, Response
 
 
@@ -64,7 +59,7 @@ def test_round_trip(tmp_path):
     assert loaded.responses["x-0"] == items[0]
 
 
-def test_official_tri_he_layout(tmp_path):
+def test_official_tri_he_layout(tri_he_json, tmp_path):
     data = {
         "1": {
             "instance": [
@@ -75,7 +70,7 @@ def test_official_tri_he_layout(tmp_path):
     }
     path = tmp_path / "answers.json"
     path.write_text(json.dumps(data))
-    loaded = read_any_responses(path)
+    loaded = TriHE(tri_he_json).read_responses(path)  # told apart from JSONL by content
     assert loaded.responses["1-0"].response == "It is red."
     assert loaded.problems == ["answers.json: 1-1: no answer under key 'llava'"]
     with pytest.raises(ResponsesError, match="cannot tell which field"):

@@ -4,7 +4,8 @@ from its declared options.
 
 The interface lives in ``stages`` (the contract every layer may import); reading responses files needs
 ``responses`` and ``importers``, which sit above the contract, so the default reader is here, where the
-benchmarks subclass it. ``halluscope.benchmarks.Benchmark`` is this class.
+benchmarks subclass it; each benchmark's own answer layouts are read in its module.
+``halluscope.benchmarks.Benchmark`` is this class.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Self
 
 from halluscope import stages
 from halluscope.options import parse_declared
-from halluscope.responses import ResponsesFile, read_any_responses
+from halluscope.responses import ResponsesFile, load_responses
 from halluscope.stages import ScoringContext
 from halluscope.types import MetricsReport, SampleRecord
 
@@ -67,11 +68,13 @@ class Benchmark(stages.Benchmark):
     def read_responses(
         self, path: Path, *, benchmark_ids: set[str] | None = None, key: str | None = None
     ) -> ResponsesFile:
-        """Read a responses file: halluscope's own layouts, or an lmms-eval / VLMEvalKit output (matched by
-        id fields, see docs/importers.md). Benchmarks override this to accept their official layouts too."""
+        """Read a responses file: halluscope's JSONL, or an lmms-eval / VLMEvalKit / LLaVA output (matched by
+        id fields, see docs/importers.md). A benchmark with an official answer layout of its own overrides this
+        in its module, reads that layout there and calls this for the rest: each layout has one reader, in the
+        benchmark that owns it, which ``--responses`` and ``--model replay/FILE`` both use."""
         from halluscope.importers import detect_external, read_external
 
         kind = detect_external(Path(path))
         if kind is not None:
             return read_external(Path(path), kind, self, benchmark_ids=benchmark_ids)
-        return read_any_responses(path, benchmark_ids=benchmark_ids, key=key)
+        return load_responses(path, benchmark_ids=benchmark_ids)

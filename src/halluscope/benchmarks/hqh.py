@@ -51,7 +51,7 @@ from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.judges.hqh_rules import empty_answer, parse_numbers
 from halluscope.metrics.hqh import TYPE_COLUMNS, record_type
 from halluscope.options import BenchmarkOption
-from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
+from halluscope.responses import ResponsesError, ResponsesFile, load_responses
 from halluscope.scene.graph import SceneGraph
 from halluscope.stages import Failure, MetricDeclaration, MetricTable, ProfileFigure, SampleSource
 from halluscope.types import Response, Sample, SampleRecord
@@ -243,7 +243,7 @@ def load_hqh_answers(
         raw = read_hqh_items(path)
     except HQHDataError as error:
         raise ResponsesError(str(error)) from error
-    result = ResponsesFile()
+    result = ResponsesFile(layout="hqh")
     for position, item in enumerate(raw):
         where = f"{Path(path).name} item {position}"
         if not isinstance(item, dict) or not isinstance(item.get("id"), int | str) or isinstance(item.get("id"), bool):
@@ -436,7 +436,7 @@ class HQH(Benchmark):
         """halluscope JSONL, or HQH's own layout (HQH.json with ``answer``; told apart by content)."""
         if is_hqh_layout(Path(path)):
             return load_hqh_answers(Path(path), key=key, benchmark_ids=benchmark_ids)
-        return read_any_responses(Path(path), benchmark_ids=benchmark_ids, key=key)
+        return load_responses(Path(path), benchmark_ids=benchmark_ids)
 
     # -- scoring ----------------------------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ from halluscope.jsonio import loads_json
 from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
 from halluscope.metrics.mmhal import TYPES, mmhal_table
 from halluscope.options import BenchmarkOption
-from halluscope.responses import ResponsesError, ResponsesFile, read_any_responses
+from halluscope.responses import ResponsesError, ResponsesFile, load_responses
 from halluscope.stages import Failure, MetricDeclaration, MetricTable, ProfileFigure
 from halluscope.types import Response, Sample, SampleRecord
 
@@ -304,7 +304,7 @@ class MMHal(Benchmark):
         """halluscope JSONL, or the official layout (the template with ``model_answer`` filled)."""
         if is_mmhal_layout(Path(path)):
             return load_mmhal_answers(Path(path), self.records, key=key, benchmark_ids=benchmark_ids)
-        return read_any_responses(Path(path), benchmark_ids=benchmark_ids, key=key)
+        return load_responses(Path(path), benchmark_ids=benchmark_ids)
 
     # -- scoring ----------------------------------------------------------------------------------------
 

@@ -62,6 +62,7 @@ from halluscope.judges.prove import ProveItem, ProveResult, ProveScorer
 from halluscope.judges.visual_entailment import VisualEntailment, make_visual_entailment
 from halluscope.metrics.prove import prove_declarations, prove_metrics, prove_tables, question_type
 from halluscope.options import BenchmarkOption
+from halluscope.responses import ResponsesError, ResponsesFile, is_single_json_object, read_json_file
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.tuples import (
     SceneTuple,
@@ -257,6 +258,80 @@ def rows_from_synthetic(folder: Path) -> list[ProveRow]:
     return rows
 
 
+# -- answers in PROVE's layout -----------------------------------------------------------------------------
+
+_ANSWER_ID_KEYS = ("qa_id", "question_id", "qid", "id")
+_ANSWER_TEXT_KEYS = ("response", "prediction", "output", "model_answer", "answer")
+
+
+def is_prove_answers(path: Path) -> bool:
+    """A whole-file JSON list (or, in a ``.json`` file, one JSON object): PROVE's answer layout, not JSONL."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    with path.open(encoding="utf-8") as handle:
+        head = handle.read(4096).lstrip()
+    if head.startswith("["):
+        return True
+    return path.suffix == ".json" and head.startswith("{") and is_single_json_object(path)
+
+
+def _prove_rows(
+    raw: Any, path: Path, id_key: str | None, problems: list[str]
+) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
+    """The answer objects of the file and the fields that may hold their id."""
+    if isinstance(raw, dict):
+        items = []
+        for sample_id, value in raw.items():
+            if isinstance(value, str):
+                items.append({"__id": sample_id, "__text": value})
+            elif isinstance(value, dict):
+                items.append({"__id": sample_id, **value})
+            else:
+                problems.append(f"{path.name}: id {sample_id}: expected text or an object")
+        return items, ("__id",)
+    if isinstance(raw, list):
+        items = [x for x in raw if isinstance(x, dict)]
+        if len(items) != len(raw):
+            problems.append(f"{path.name}: {len(raw) - len(items)} items are not JSON objects")
+        return items, (id_key,) if id_key else _ANSWER_ID_KEYS
+    raise ResponsesError(f"{path}: expected a JSON list or object of responses")
+
+
+def load_prove_answers(
+    path: Path, *, key: str | None = None, id_key: str | None = None, benchmark_ids: set[str] | None = None
+) -> ResponsesFile:
+    """Answers as PROVE's users keep them: a JSON list of objects with a question id (``qa_id``,
+    ``question_id``, ``qid``, ``id``, or ``id_key``) and the response (``response``, ``prediction``, ``output``,
+    ``model_answer``, ``answer``, the first present, or ``key``), or a JSON object mapping ids to response texts
+    or to such objects. The one reader of this layout: ``--responses`` and ``--model replay/FILE`` use it."""
+    path = Path(path)
+    result = ResponsesFile(layout="prove")
+    items, id_names = _prove_rows(read_json_file(path), path, id_key, result.problems)
+    text_names = (key,) if key else ("__text", *_ANSWER_TEXT_KEYS)
+    for position, row in enumerate(items):
+        id_field = next((n for n in id_names if n in row), None)
+        if id_field is None:
+            result.problems.append(f"{path.name} item {position}: no id field ({', '.join(id_names)})")
+            continue
+        sample_id = str(row[id_field])
+        text_field = next((n for n in text_names if n in row), None)
+        value = row.get(text_field) if text_field else None
+        if not isinstance(value, str):
+            result.problems.append(
+                f"{path.name} item {position} (id {sample_id}): no response field ({', '.join(text_names)})"
+            )
+        elif sample_id in result.responses:
+            result.problems.append(f"{path.name} item {position}: duplicate id {sample_id!r}; the first is used")
+        elif benchmark_ids is not None and sample_id not in benchmark_ids:
+            result.problems.append(
+                f"{path.name} item {position}: unknown id {sample_id!r}: no such sample in the benchmark"
+            )
+        else:
+            result.responses[sample_id] = Response(id=sample_id, response=value)
+    return result
+
+
 class Prove(Benchmark):
     """PROVE's open questions, scored by hscore / tscore (see the module docstring)."""
 
@@ -420,6 +495,21 @@ class Prove(Benchmark):
             return {}
         kind, options = self.legacy_entailment
         return {"entailment": {"kind": kind, **{k: v for k, v in options.items() if k != "api_key_env"}}}
+
+    def read_responses(
+        self,
+        path: Path,
+        *,
+        benchmark_ids: set[str] | None = None,
+        key: str | None = None,
+        id_key: str | None = None,
+    ) -> ResponsesFile:
+        """PROVE's answer layout (a JSON list or object, see :func:`load_prove_answers`), else the defaults."""
+        from halluscope.importers import detect_external
+
+        if is_prove_answers(Path(path)) and detect_external(Path(path)) is None:
+            return load_prove_answers(Path(path), key=key, id_key=id_key, benchmark_ids=benchmark_ids)
+        return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
 
     def samples(self) -> Iterator[Sample]:
         for row in self.rows:

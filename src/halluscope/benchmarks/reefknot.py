@@ -45,6 +45,12 @@ from halluscope.benchmarks.images import (
     image_spec,
     locate_image,
 )
+from halluscope.benchmarks.reefknot_answers import (
+    REEFKNOT_FILES,
+    REEFKNOT_TYPES,
+    is_reefknot_jsonl,
+    load_reefknot_responses,
+)
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
 from halluscope.gcpause import gc_paused
@@ -61,14 +67,7 @@ from halluscope.judges.answers import (
 from halluscope.judges.entailment import Entailment, EntailmentModelError
 from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, answer_probabilities, entropy_bits
 from halluscope.options import BenchmarkOption
-from halluscope.responses import (
-    REEFKNOT_FILES,
-    REEFKNOT_TYPES,
-    ResponsesFile,
-    is_reefknot_jsonl,
-    load_reefknot_responses,
-    read_any_responses,
-)
+from halluscope.responses import ResponsesFile, load_responses
 from halluscope.stages import Failure, MetricDeclaration, MetricTable, ProfileFigure
 from halluscope.types import Response, Sample, SampleRecord
 
@@ -435,7 +434,7 @@ class Reefknot(Benchmark):
             return load_reefknot_responses(
                 Path(path), official=self.official_rows, benchmark_ids=benchmark_ids, key=key
             )
-        return read_any_responses(Path(path), benchmark_ids=benchmark_ids, key=key)
+        return load_responses(Path(path), benchmark_ids=benchmark_ids)
 
     # -- scoring ------------------------------------------------------------------------------------
 

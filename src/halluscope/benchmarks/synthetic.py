@@ -22,7 +22,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any, ClassVar
 
-from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
+from halluscope.benchmarks.base import MetricsReport, ScoringContext
+from halluscope.benchmarks.tri_he import TriHELayout
 from halluscope.benchmarks.triplets import score_open_answers, triplet_declarations, triplet_tables
 from halluscope.builders.synthetic import (
     SyntheticDataError,
@@ -54,7 +55,7 @@ def default_data_dir(n: int = DEFAULT_N, seed: int = DEFAULT_SEED) -> Path:
     return folder
 
 
-class SyntheticBenchmark(Benchmark):
+class SyntheticBenchmark(TriHELayout):
     """Open questions about synthetic scenes, scored claim by claim against their exact scene graphs."""
 
     name: ClassVar[str] = "synthetic"

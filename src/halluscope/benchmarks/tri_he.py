@@ -29,13 +29,21 @@ from halluscope.benchmarks.images import (
 from halluscope.benchmarks.triplets import score_open_answers, triplet_declarations, triplet_tables
 from halluscope.cache import default_cache_dir
 from halluscope.download import fetch_first
+from halluscope.gcpause import gc_paused
 from halluscope.jsonio import loads_json
 from halluscope.metrics.triplets import triplet_metrics
 from halluscope.options import BenchmarkOption
+from halluscope.responses import (
+    ResponsesError,
+    ResponsesFile,
+    is_single_json_object,
+    nothing_usable,
+    read_json_file,
+)
 from halluscope.scene.graph import SceneGraph
 from halluscope.scene.triplets import TripletParseError, parse_triplet_string
 from halluscope.stages import MetricDeclaration, MetricTable, ProfileFigure, SampleSource
-from halluscope.types import Response, Sample, SampleRecord
+from halluscope.types import Claim, Response, Sample, SampleRecord
 
 OFFICIAL_URL = "https://raw.githubusercontent.com/wujunjie1998/Tri-HE/main/data/tri-he.json"
 
@@ -118,7 +126,153 @@ def load_scene_graphs(path: Path) -> dict[str, SceneGraph]:
     return {image_id: scene_from_entry(image_id, entry) for image_id, entry in load_tri_he(path).items()}
 
 
-class TriHE(Benchmark):
+# -- answers in Tri-HE's official layout --------------------------------------------------------------------------
+
+#: Fields of an official Tri-HE question; any other field holds something a user added (an answer).
+TRI_HE_OFFICIAL_FIELDS = frozenset({"question", "answer", "triplet"})
+
+
+def _parse_triplets(value: Any, where: str) -> list[Claim]:
+    """Pre-extracted triplets as ``[s, r, o]`` lists or Tri-HE's ``"(s, r, o)"`` strings."""
+    if not isinstance(value, list):
+        raise ValueError(f"{where}: triplets must be a list, got {type(value).__name__}")
+    claims: list[Claim] = []
+    for item in value:
+        if isinstance(item, list | tuple) and len(item) == 3 and all(isinstance(p, str) for p in item):
+            parts = [p.strip().strip("\"'").strip() for p in item]
+            if all(parts):
+                claims.append(Claim.of(parts))
+                continue
+        elif isinstance(item, str):
+            try:
+                for claim in parse_triplet_string(item):
+                    parts = [p.strip().strip("\"'").strip() for p in claim.as_tuple()]
+                    if all(parts):
+                        claims.append(Claim.of(parts))
+                continue
+            except TripletParseError:
+                pass
+        raise ValueError(f"{where}: cannot read triplet {item!r} as (subject, relation, object)")
+    return claims
+
+
+@gc_paused()
+def load_tri_he_answers(
+    path: Path,
+    key: str | None = None,
+    claims_key: str | None = None,
+    *,
+    benchmark_ids: set[str] | None = None,
+) -> ResponsesFile:
+    """Answers in the official Tri-HE layout: ``tri-he.json`` with each question's answer under ``key``.
+
+    Ids are ``<image_id>-<index>``. Without ``key``, the one text field that is not part of the official
+    file (question/answer/triplet) is used. Triplets already extracted from the answers, under
+    ``<key>_triplets`` (or ``claims_key``; ``"none"`` ignores them), become the responses' claims, so
+    extraction is skipped for them. This is the only reader of this layout: ``--responses FILE`` and
+    ``--model replay/FILE`` both use it.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ResponsesError(f"responses file not found: {path}")
+    raw = read_json_file(path)
+    if not isinstance(raw, dict):
+        raise ResponsesError(f"{path}: the Tri-HE layout is a JSON object keyed by image id")
+    text_keys: set[str] = set()
+    list_keys: set[str] = set()
+    for entry in raw.values():
+        instances = entry.get("instance") if isinstance(entry, dict) else None
+        for instance in instances if isinstance(instances, list) else []:
+            for name, value in instance.items() if isinstance(instance, dict) else ():
+                if name in TRI_HE_OFFICIAL_FIELDS:
+                    continue
+                if isinstance(value, str):
+                    text_keys.add(name)
+                elif isinstance(value, list):
+                    list_keys.add(name)
+    if key is None:
+        if len(text_keys) != 1:
+            found = ", ".join(sorted(text_keys)) or "none"
+            raise ResponsesError(
+                f"{path}: cannot tell which field of each question holds the model's answer (text fields "
+                f"besides question/answer/triplet: {found}); pass the answer key explicitly "
+                "(--responses-key, or ?key=<field> for replay)"
+            )
+        key = next(iter(text_keys))
+    if claims_key is None and f"{key}_triplets" in list_keys:
+        claims_key = f"{key}_triplets"
+    if claims_key in {"none", ""}:
+        claims_key = None
+    result = ResponsesFile(layout="tri-he")
+    for image_id, entry in raw.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("instance"), list):
+            result.problems.append(f"{path.name}: image {image_id}: no 'instance' list")
+            continue
+        for index, instance in enumerate(entry["instance"]):
+            sample_id = f"{image_id}-{index}"
+            if benchmark_ids is not None and sample_id not in benchmark_ids:
+                result.problems.append(f"{path.name}: {sample_id}: no such sample in the benchmark")
+                continue
+            value = instance.get(key) if isinstance(instance, dict) else None
+            if not isinstance(value, str):
+                what = "no answer" if value is None else f"a {type(value).__name__}, not text,"
+                result.problems.append(f"{path.name}: {sample_id}: {what} under key {key!r}")
+                continue
+            claims = None
+            if claims_key is not None and instance.get(claims_key) is not None:
+                try:
+                    claims = _parse_triplets(instance[claims_key], f"{path.name}: {sample_id} {claims_key!r}")
+                except ValueError as error:
+                    result.problems.append(str(error))
+                    continue
+            result.responses[sample_id] = Response(
+                id=sample_id, response=value, claims=claims, model=key, metadata={"answer_key": key}
+            )
+    if not result.responses and result.problems:
+        raise nothing_usable(path, result.problems)
+    return result
+
+
+def is_tri_he_layout(path: Path) -> bool:
+    """A ``.json`` file holding one JSON object (Tri-HE's layout is keyed by image id)."""
+    path = Path(path)
+    if path.suffix != ".json" or not path.is_file():
+        return False
+    with path.open(encoding="utf-8") as handle:
+        head = handle.read(256).lstrip()
+    return head.startswith("{")
+
+
+
+
+class TriHELayout(Benchmark):
+    """A benchmark whose questions are Tri-HE's (Tri-HE itself, the synthetic set that writes a ``tri-he.json``):
+    it reads answers in Tri-HE's layout too, besides the default layouts."""
+
+    def read_responses(
+        self,
+        path: Path,
+        *,
+        benchmark_ids: set[str] | None = None,
+        key: str | None = None,
+        claims_key: str | None = None,
+    ) -> ResponsesFile:
+        """Tri-HE's layout (``tri-he.json`` with answers under ``key``, triplets under ``claims_key``) when the
+        file is one (a JSON object, not another tool's output), else the default layouts. A JSON object that is
+        not Tri-HE's layout is refused with the Tri-HE reader's reason."""
+        from halluscope.importers import detect_external
+
+        path = Path(path)
+        if is_tri_he_layout(path) and detect_external(path) is None:
+            try:
+                return load_tri_he_answers(path, key, claims_key, benchmark_ids=benchmark_ids)
+            except ResponsesError:
+                if is_single_json_object(path):
+                    raise
+        return super().read_responses(path, benchmark_ids=benchmark_ids, key=key)
+
+
+class TriHE(TriHELayout):
     """The Tri-HE benchmark: open questions, answers judged claim by claim against the scene graph."""
 
     name: ClassVar[str] = "tri-he"

@@ -2,21 +2,19 @@
 
 Many users already have their model's answers, produced by the benchmark's own scripts or another harness.
 Replaying them through the same ``generate`` interface lets every later stage (extraction, judging, metrics,
-mitigation comparisons) run unchanged. Layouts read (``format=auto`` picks by content):
+mitigation comparisons) run unchanged.
 
-- ``halluscope``: JSONL, ``{"id", "response", "claims"?, ...}`` per line;
-- ``tri-he``: the official ``tri-he.json`` with each question's answer written under a key of its instance
-  (``key=``); extracted triplets under ``<key>_triplets`` (or ``claims_key=``) are used as claims;
-- ``reefknot``: the official JSONL files (or a folder of them) with ``response`` filled in;
+The file is read by the benchmark the model answers, through its ``read_responses``: each answer layout has
+one reader, in the module of the benchmark that owns it (halluscope JSONL and other tools' outputs for every
+benchmark; Tri-HE's ``tri-he.json``, Reefknot's official JSONL files, HQH's ``HQH.json``, PROVE's lists, ...;
+docs/models.md lists them). Replay only hands the file to that reader when it is bound to the benchmark
+(:meth:`ReplayModel.bind`, done by the collector before the first question), so ``--model replay/FILE`` and
+``halluscope run --responses FILE`` read a file alike and score it alike. ``?key=`` (the answer's field),
+``?claims_key=`` (Tri-HE: pre-extracted triplets) and ``?id_key=`` (PROVE: the id's field) go to that reader.
 
-these three are read by the one reader of each layout in :mod:`halluscope.responses`, the same one
-``halluscope run --responses FILE`` uses. Once the replay model is bound to the benchmark it answers
-(:meth:`ReplayModel.bind`, done by the collector), the file is read exactly as the benchmark reads it
-(Reefknot lines matched to ids by content, not only by line number), so both paths score alike;
-- ``hqh``: ``HQH.json`` items with an ``answer`` field; id = the item's ``id``;
-- ``prove``: a JSON list of objects with a question id (``qa_id``/``question_id``/``id``, or ``id_key=``) and
-  the response (``response``/``prediction``/``output``/``answer``, or ``key=``), or a JSON object mapping
-  ids to response texts or to such objects.
+Before binding, the file is only checked (it exists, is text, its layout is told from its content): the
+layout recorded in the model's identity (``format``) is the one :func:`detect_format` names, and a layout
+named with ``?format=`` must be the one the benchmark reads the file as.
 
 A sample with no answer in the file is a per-sample failure that names the file and the id; a file none of
 whose ids matches the benchmark is rejected before anything runs (:meth:`ReplayModel.check_ids`).
@@ -25,32 +23,24 @@ whose ids matches the benchmark is rejected before anything runs (:meth:`ReplayM
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from halluscope.cache import Cache
 from halluscope.jsonio import iter_jsonl, loads_json
 from halluscope.models.base import GenerateRequest, GenerateResult, Model
-from halluscope.responses import (
-    ResponsesError,
-    ResponsesFile,
-    is_reefknot_jsonl,
-    load_reefknot_responses,
-    load_responses,
-    load_tri_he_answers,
-)
+from halluscope.responses import ResponsesError, ResponsesFile
 
 if TYPE_CHECKING:
     from halluscope.stages import Benchmark
 
 FORMATS = ("auto", "halluscope", "tri-he", "reefknot", "hqh", "prove")
-#: Layouts whose one reader lives in :mod:`halluscope.responses` (shared with ``--responses``).
-SHARED_LAYOUTS = ("halluscope", "tri-he", "reefknot")
-_PROVE_ID_KEYS = ("qa_id", "question_id", "qid", "id")
-_PROVE_RESPONSE_KEYS = ("response", "prediction", "output", "model_answer", "answer")
+#: The layout options a benchmark's reader may take besides ``key`` (Tri-HE's and PROVE's).
+LAYOUT_OPTIONS = ("claims_key", "id_key")
 
 
 class ReplayError(ValueError):
@@ -89,10 +79,16 @@ def _first_jsonl_row(path: Path) -> Any:
     return None
 
 
+def _reefknot_row(row: Any) -> bool:
+    """A line of Reefknot's official files: a question (``query_prompt``) and no halluscope ``id``."""
+    return isinstance(row, dict) and "query_prompt" in row and "id" not in row
+
+
 def detect_format(path: Path) -> str:
-    """Guess the layout from the content (the first row of JSONL, the shape of JSON)."""
+    """Name the layout from the content (the first row of JSONL, the shape of JSON): the ``format`` of the
+    model's identity. Only a name: the benchmark's reader reads the file (:meth:`ReplayModel.bind`)."""
     if path.is_dir():
-        if is_reefknot_jsonl(path):
+        if any(_reefknot_row(_first_jsonl_row(file)) for file in sorted(path.glob("*.jsonl"))):
             return "reefknot"
         raise ReplayError(f"{path} is a folder, and not one holding Reefknot's official files")
     with path.open(encoding="utf-8") as handle:
@@ -110,7 +106,7 @@ def detect_format(path: Path) -> str:
         except json.JSONDecodeError:
             whole = None  # JSONL with a .json suffix
     if whole is None and isinstance(first, dict):
-        if is_reefknot_jsonl(path):
+        if _reefknot_row(first):
             return "reefknot"
         if "id" in first and "response" in first:
             return "halluscope"
@@ -165,111 +161,10 @@ def from_responses(loaded: ResponsesFile) -> ReplayFile:
     return result
 
 
-def _shared_reader(chosen: str, path: Path, key: str | None, claims_key: str | None) -> ResponsesFile:
-    try:
-        if chosen == "halluscope":
-            return load_responses(path)
-        if chosen == "tri-he":
-            return load_tri_he_answers(path, key, claims_key)
-        return load_reefknot_responses(path, key=key)
-    except ResponsesError as error:
-        raise ReplayError(str(error)) from error
-
-
-def read_hqh(path: Path, key: str | None = None) -> ReplayFile:
-    field_name = key or "answer"
-    raw = _read_json(path)
-    if not isinstance(raw, list):
-        raise ReplayError(f"{path}: the HQH layout is a JSON list of items")
-    result = ReplayFile("hqh")
-    for position, item in enumerate(raw):
-        if not isinstance(item, dict) or "id" not in item:
-            result.problems.append(f"{path.name} item {position}: no 'id'")
-            continue
-        sample_id = str(item["id"])
-        value = item.get(field_name)
-        if not isinstance(value, str):
-            result.problems.append(
-                f"{path.name} item {position} (id {sample_id}): no answer in {field_name!r}"
-            )
-            continue
-        result.answers[sample_id] = ReplayAnswer(text=value)
-    if not result.answers and result.problems:
-        raise ReplayError(
-            f"{path}: no HQH item has an answer in {field_name!r} (is this the unanswered HQH.json?)"
-        )
-    return result
-
-
-def read_prove(path: Path, key: str | None = None, id_key: str | None = None) -> ReplayFile:
-    raw = _read_json(path)
-    result = ReplayFile("prove")
-
-    def pick(row: dict[str, Any], names: Iterable[str]) -> str | None:
-        return next((n for n in names if n in row), None)
-
-    if isinstance(raw, dict):
-        items = []
-        for sample_id, value in raw.items():
-            if isinstance(value, str):
-                items.append({"__id": sample_id, "__text": value})
-            elif isinstance(value, dict):
-                items.append({"__id": sample_id, **value})
-            else:
-                result.problems.append(f"{path.name}: id {sample_id}: expected text or an object")
-        id_names: tuple[str, ...] = ("__id",)
-    elif isinstance(raw, list):
-        items = [x for x in raw if isinstance(x, dict)]
-        if len(items) != len(raw):
-            result.problems.append(f"{path.name}: {len(raw) - len(items)} items are not JSON objects")
-        id_names = (id_key,) if id_key else _PROVE_ID_KEYS
-    else:
-        raise ReplayError(f"{path}: expected a JSON list or object of responses")
-    response_names = (key,) if key else ("__text", *_PROVE_RESPONSE_KEYS)
-    for position, row in enumerate(items):
-        id_field = pick(row, id_names)
-        if id_field is None:
-            result.problems.append(f"{path.name} item {position}: no id field ({', '.join(id_names)})")
-            continue
-        sample_id = str(row[id_field])
-        text_field = pick(row, response_names)
-        value = row.get(text_field) if text_field else None
-        if not isinstance(value, str):
-            result.problems.append(
-                f"{path.name} item {position} (id {sample_id}): "
-                f"no response field ({', '.join(response_names)})"
-            )
-            continue
-        if sample_id in result.answers:
-            result.problems.append(
-                f"{path.name} item {position}: duplicate id {sample_id!r}; the first is used"
-            )
-            continue
-        result.answers[sample_id] = ReplayAnswer(text=value)
-    return result
-
-
-def read_answers(
-    path: Path,
-    *,
-    format: str = "auto",
-    key: str | None = None,
-    claims_key: str | None = None,
-    id_key: str | None = None,
-) -> ReplayFile:
-    """Read an answers file in any supported layout."""
-    if not path.exists():
-        raise ReplayError(f"answers file not found: {path}")
-    if format not in FORMATS:
-        raise ReplayError(f"unknown replay format {format!r}; choose one of: {', '.join(FORMATS)}")
-    chosen = detect_format(path) if format == "auto" else format
-    if chosen in SHARED_LAYOUTS:
-        return from_responses(_shared_reader(chosen, path, key, claims_key))
-    if path.is_dir():
-        raise ReplayError(f"{path} is a folder; the {chosen} layout is one file")
-    if chosen == "hqh":
-        return read_hqh(path, key)
-    return read_prove(path, key, id_key)
+def _not_text(path: Path, error: UnicodeDecodeError) -> ReplayError:
+    return ReplayError(
+        f"{path}: not a UTF-8 text file (byte {error.start}: {error.reason}); give the answers as JSON or JSONL text"
+    )
 
 
 # -- the backend ---------------------------------------------------------------------------------------
@@ -281,12 +176,24 @@ class ReplayModel(Model):
     provider: ClassVar[str] = "replay"
 
     def __init__(
-        self, path: Path, data: ReplayFile, *, key: str | None = None, claims_key: str | None = None
+        self,
+        path: Path,
+        layout: str,
+        *,
+        key: str | None = None,
+        claims_key: str | None = None,
+        id_key: str | None = None,
+        named: bool = False,
     ) -> None:
         self.path = path
-        self.data = data
+        #: The answers, once :meth:`bind` has had the benchmark read the file; ``format`` is the layout.
+        self.data = ReplayFile(layout)
         self.key = key
         self.claims_key = claims_key
+        self.id_key = id_key
+        #: Whether the layout was named (``?format=``) rather than told from the content.
+        self.named = named
+        self.bound = False
 
     @classmethod
     def from_spec(
@@ -299,32 +206,47 @@ class ReplayModel(Model):
         claims_key: str | None = None,
         id_key: str | None = None,
     ) -> ReplayModel:
-        """``spec`` is the path of the answers file (``replay/runs/llava/answers.jsonl``)."""
+        """``spec`` is the path of the answers file (``replay/runs/llava/answers.jsonl``). The file is checked
+        and its layout named here; it is read when the model is bound to the benchmark it answers."""
         path = Path(spec).expanduser()
+        if not path.exists():
+            raise ReplayError(f"answers file not found: {path}")
+        if format not in FORMATS:
+            raise ReplayError(f"unknown replay format {format!r}; choose one of: {', '.join(FORMATS)}")
         try:
-            data = read_answers(path, format=format, key=key, claims_key=claims_key, id_key=id_key)
+            layout = detect_format(path) if format == "auto" else format
         except UnicodeDecodeError as error:
-            raise ReplayError(
-                f"{path}: not a UTF-8 text file (byte {error.start}: {error.reason}); give the answers as JSON "
-                "or JSONL text"
-            ) from error
-        return cls(path, data, key=key, claims_key=claims_key)
+            raise _not_text(path, error) from error
+        if path.is_dir() and layout != "reefknot":
+            raise ReplayError(f"{path} is a folder; the {layout} layout is one file")
+        return cls(path, layout, key=key, claims_key=claims_key, id_key=id_key, named=format != "auto")
 
     def bind(self, benchmark: Benchmark) -> None:
-        """Read the file again the way ``benchmark`` reads a responses file, so replay scores like it.
-
-        Only for the layouts with a shared reader, and only when the benchmark reads the file as the same
-        layout: a Reefknot benchmark then matches lines to sample ids by content, exactly as
-        ``--responses`` does. An explicit ``claims_key`` keeps the file as first read.
-        """
-        if self.data.format not in SHARED_LAYOUTS or self.claims_key is not None:
-            return
+        """Read the file the way ``benchmark`` reads a responses file (its ``read_responses``, the one reader
+        of each layout), so replay scores exactly like ``--responses``: a Reefknot benchmark matches lines to
+        sample ids by content, Tri-HE reads its answer key and triplets, and so on."""
+        reader: Callable[..., ResponsesFile] = benchmark.read_responses
+        options = {name: getattr(self, name) for name in LAYOUT_OPTIONS if getattr(self, name) is not None}
+        refused = [name for name in options if name not in inspect.signature(reader).parameters]
+        if refused:
+            raise ReplayError(
+                f"{self.path}: the {benchmark.name} benchmark's answer layouts take no "
+                + ", ".join(f"?{name}=" for name in refused)
+            )
         try:
-            loaded = benchmark.read_responses(self.path, key=self.key)
+            loaded = reader(self.path, key=self.key, **options)
+        except UnicodeDecodeError as error:
+            raise _not_text(self.path, error) from error
         except (ResponsesError, ValueError, OSError) as error:
-            raise ReplayError(f"{self.path}: {error}") from error
-        if loaded.layout == self.data.format:
-            self.data = from_responses(loaded)
+            message = str(error)
+            raise ReplayError(message if str(self.path) in message else f"{self.path}: {message}") from error
+        if self.named and loaded.layout != self.data.format:
+            raise ReplayError(
+                f"{self.path}: the {benchmark.name} benchmark reads this file as the {loaded.layout} layout, "
+                f"not {self.data.format} (?format=)"
+            )
+        self.data = replace(from_responses(loaded), format=self.data.format)
+        self.bound = True
 
     @property
     def problems(self) -> list[str]:
@@ -379,6 +301,11 @@ class ReplayModel(Model):
     async def generate(self, request: GenerateRequest) -> GenerateResult:
         if request.sample_id is None:
             raise ReplayError("replay answers by sample id, and this request has none")
+        if not self.bound:
+            raise ReplayError(
+                f"{self.path} is read by the benchmark it answers: bind the replay model to it first (the run "
+                "and `halluscope respond` do)"
+            )
         answer = self.data.answers.get(request.sample_id)
         if answer is None:
             raise ReplayError(f"{self.path} has no answer for sample {request.sample_id!r}")

@@ -29,10 +29,10 @@ from halluscope.runs.setup import (
     create_stage,
     known_sample_ids,
     local_base_url_conflict,
-    read_answers,
+    read_responses_for_run,
     select_first,
     takes_endpoint,
-    write_responses,
+    write_inline_responses,
 )
 from halluscope.types import MetricsReport, Response
 
@@ -313,10 +313,10 @@ def _read_file(
 ) -> _Answers:
     _check_out(config, {"model": None, "responses": str(path)})
     if inline is not None:
-        write_responses(inline, path)
+        write_inline_responses(inline, path)
     # Read as the whole benchmark reads it (answers to samples past --limit are not unknown), checked against
     # the run's selection.
-    loaded = read_answers(
+    loaded = read_responses_for_run(
         bench, path, benchmark_ids=known_sample_ids(bench), key=config.responses_key, selected=chosen
     )
     if loaded.problems:

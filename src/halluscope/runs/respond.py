@@ -245,10 +245,14 @@ def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
 
 
 def _replay_warnings(model: Model, benchmark: Benchmark, ids: list[str]) -> list[str]:
+    """Bind a replay model (also one inside a mitigation's wrapper) to the benchmark, whose reader reads its
+    file as `run --responses` would: the same ids, the same answers; its problems and id mismatches."""
     from halluscope.models.replay import ReplayModel
 
+    while not isinstance(model, ReplayModel) and isinstance(inner := getattr(model, "inner", None), Model):
+        model = inner
     if isinstance(model, ReplayModel):
-        model.bind(benchmark)  # read the file as `run --responses` would: the same ids, the same answers
+        model.bind(benchmark)
         return [*model.problems, *model.check_ids(ids)]
     return []
 

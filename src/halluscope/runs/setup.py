@@ -26,10 +26,10 @@ __all__ = [
     "create_stage",
     "known_sample_ids",
     "local_base_url_conflict",
-    "read_answers",
+    "read_responses_for_run",
     "select_first",
     "takes_endpoint",
-    "write_responses",
+    "write_inline_responses",
 ]
 
 
@@ -142,7 +142,7 @@ def local_base_url_conflict(local_stages: Iterable[str], endpoint_stage: bool) -
     )
 
 
-def read_answers(
+def read_responses_for_run(
     bench: Benchmark,
     path: Path,
     *,
@@ -185,7 +185,7 @@ def read_answers(
     return loaded
 
 
-def write_responses(responses: Iterable[Response | Mapping[str, Any]], path: Path) -> Path:
+def write_inline_responses(responses: Iterable[Response | Mapping[str, Any]], path: Path) -> Path:
     """In-memory answers → a halluscope JSONL file, read back through the same reader as ``--responses``."""
     from halluscope.jsonio import write_jsonl_atomic
 
