@@ -77,7 +77,38 @@ def summary_html(runs: Sequence[ReportRun]) -> str:
         f"<thead><tr>{head_html}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
-    return table + _judge_error_html(runs) + _groups_html(runs) + _notes_html(runs)
+    return _headline_html(runs) + table + _judge_error_html(runs) + _groups_html(runs) + _notes_html(runs)
+
+
+def _headline_html(runs: Sequence[ReportRun]) -> str:
+    """Each run's headline view (:mod:`halluscope.report.headline`) above the summary: the table its benchmark's
+    users know (POPE per set as eval_pope prints it, CHAIR as chair.py does), the figures to two decimals as
+    their tool prints them, each with its interval."""
+    from halluscope.report.headline import Figures, cell_text, headline_rows, view_for
+
+    parts = []
+    for index, run in enumerate(runs):
+        view = view_for(run.benchmark)
+        filled = headline_rows(view, Figures.of(run.metrics)) if view is not None else None
+        if filled is None:
+            continue
+        head = "<th>" + ("set" if view is not None and view.rows == "groups" else "") + "</th>"
+        head += "".join(f'<th class="num" data-key="{esc(k)}">{esc(name)}</th>' for k, name in filled.columns)
+        body = "".join(
+            f'<tr data-row="{esc(label)}"><td>{esc(label)}</td>'
+            + "".join(
+                f'<td class="num" data-key="{esc(k)}">{esc(cell_text(v, i))}</td>'
+                for (k, _), (v, i) in zip(filled.columns, cells, strict=True)
+            )
+            + "</tr>"
+            for label, cells in filled.rows
+        )
+        parts.append(
+            f'<figure class="headline-view" data-run="{index}" data-benchmark="{esc(run.benchmark)}">'
+            f"<figcaption><b>{esc(run.label)}</b>: {esc(filled.view.title)}</figcaption>"
+            f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></figure>'
+        )
+    return "".join(parts)
 
 
 def _judge_error_html(runs: Sequence[ReportRun]) -> str:
