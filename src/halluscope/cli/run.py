@@ -17,7 +17,6 @@ from halluscope.cli.common import (
     console,
     exit_interrupted,
     fail,
-    interactive,
     join_urls,
     parse_options,
     stops_on_signals,
@@ -179,7 +178,7 @@ def run_config(flags: RunFlags) -> RunConfig:
         judge=stage_choice("judge", flags.judge, flags.judge_model, flags.judge_opt),
         base_url=join_urls(flags.base_url), cache=flags.cache, use_cache=not flags.no_cache,
         overwrite=flags.overwrite, chunk_size=flags.chunk_size, max_failure_share=flags.max_failure_share,
-        ci=flags.ci, progress=not flags.quiet and interactive(), surface="cli",
+        ci=flags.ci, progress=not flags.quiet, surface="cli",
     )  # fmt: skip
 
 
