@@ -106,6 +106,10 @@ def test_chair_caption_marks_each_coco_word_and_the_hallucinated_ones(
             view = _headline_view(page)
             assert list(view) == ["overall"] and list(view["overall"]) == ["CHAIRs", "CHAIRi", "Recall", "Len"]
             assert view["overall"]["CHAIRs"] == f"{metrics['metrics']['CHAIRs']:.2f}"
+            # a tagger other than NLTK's perceptron (chair.py's) is said above the figures
+            tagger = json.loads((run / "spec.json").read_text())["benchmark"]["tagger"]
+            said = page.js("document.querySelector('ul.choices')?.textContent || ''")
+            assert (f"tagger: {tagger} (" in said) == (tagger != "nltk"), said
             # the plot: CHAIRs, CHAIRi, Recall and Len of the run, each with its interval
             for metric in ("CHAIRs", "CHAIRi", "Recall", "Len"):
                 _assert_bar(_bars(page, metric)["all"], metrics["metrics"][metric], metrics["intervals"][metric])

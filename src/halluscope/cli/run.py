@@ -248,8 +248,13 @@ def show_metrics(report: Any, out: Path) -> None:
         out_console.print(headline_table(filled))
     folded = folded_readings(list(report.metrics))
     shown = {k: v for k, v in report.metrics.items() if k not in folded}
+    intervals = dict(report.intervals)
+    if report.details.get("headline") in intervals:  # Tri-HE's headline under this judge leads, as in the report
+        from halluscope.report.order import order_metrics
+
+        intervals = {k: intervals[k] for k in order_metrics(intervals, [str(report.details["headline"])])}
     title = f"{report.benchmark} — {out}"
-    out_console.print(metrics_table(shown, report.counts, title=title, intervals=report.intervals))
+    out_console.print(metrics_table(shown, report.counts, title=title, intervals=intervals))
     if folded:
         out_console.print(
             f"{len(folded)} figures under other readings in metrics.json ({', '.join(folded[:3])}"

@@ -84,10 +84,15 @@ def _headline_html(runs: Sequence[ReportRun]) -> str:
     """Each run's headline view (:mod:`halluscope.report.headline`) above the summary: the table its benchmark's
     users know (POPE per set as eval_pope prints it, CHAIR as chair.py does), the figures to two decimals as
     their tool prints them, each with its interval."""
+    from halluscope.report.choices import run_choices
     from halluscope.report.headline import Figures, cell_text, headline_rows, view_for
 
     parts = []
     for index, run in enumerate(runs):
+        choices = run_choices(run.spec, run.metrics.get("counts") or {})
+        said = "".join(f"<li>{esc(line)}</li>" for line in choices)
+        if said:  # what the run chose that changes its figures, before them (as the terminal says it)
+            parts.append(f'<ul class="notes choices" data-run="{index}"><b>{esc(run.label)}</b>{said}</ul>')
         view = view_for(run.benchmark)
         filled = headline_rows(view, Figures.of(run.metrics)) if view is not None else None
         if filled is None:
