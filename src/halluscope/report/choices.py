@@ -55,8 +55,8 @@ def _selection_lines(bench: Mapping[str, Any], run: Mapping[str, Any], counts: M
 
 def run_choices(spec: Mapping[str, Any], counts: Mapping[str, Any], judge: str = "") -> list[str]:
     """One line per choice of the run that changes a figure: the tagger (when not NLTK's perceptron), the reading
-    of yes/no answers, the labels, the judge, ``--only-answered`` and ``--limit``. ``judge`` is the judge as the
-    report names it (``none (yes/no read by the pope-paper rule)``); empty where the benchmark has none."""
+    of yes/no answers, the labels, the extractor, the judge, ``--only-answered`` and ``--limit``. ``judge`` is the
+    judge as the report names it (``none (yes/no read by the pope-paper rule)``); empty where the benchmark has none."""
     bench = spec.get("benchmark") if isinstance(spec.get("benchmark"), Mapping) else {}
     run = spec.get("run") if isinstance(spec.get("run"), Mapping) else {}
     assert isinstance(bench, Mapping) and isinstance(run, Mapping)
@@ -66,6 +66,11 @@ def run_choices(spec: Mapping[str, Any], counts: Mapping[str, Any], judge: str =
                      "`halluscope report --all` hold the other readings)")  # fmt: skip
     if bench.get("labels"):
         lines.append(f"labels: {bench['labels']}")
+    extractor = spec.get("extractor")
+    if extractor:  # the claims a judge sees: rules, an LLM, or claims the answers file supplied
+        from halluscope.report.table import component_name
+
+        lines.append(f"extractor: {component_name(extractor)}")
     if judge:
         lines.append(f"judge: {judge}")
     return lines + _selection_lines(bench, run, counts)

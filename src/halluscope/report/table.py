@@ -33,7 +33,7 @@ class RunSummary:
     group_intervals: dict[str, dict[str, dict[str, Any] | None]] = field(default_factory=dict)
 
 
-def _component_name(value: Any) -> str:
+def component_name(value: Any) -> str:
     if isinstance(value, dict):
         name = (
             value.get("judge") or value.get("extractor") or value.get("name") or value.get("provider") or "?"
@@ -66,7 +66,7 @@ def summarise_run(run_dir: Path, *, level: float | None = None) -> RunSummary:
     return RunSummary(
         run=Path(run_dir).name,
         benchmark=report.benchmark,
-        model=mask_text(_component_name(model) if isinstance(model, dict) else str(model)),
+        model=mask_text(component_name(model) if isinstance(model, dict) else str(model)),
         judge=mask_text(judge_label(spec.get("judge"), report.judge_error)),
         metrics=dict(report.metrics),
         counts=dict(report.counts),
@@ -79,7 +79,7 @@ def summarise_run(run_dir: Path, *, level: float | None = None) -> RunSummary:
 
 def judge_label(judge: Any, judge_error: dict[str, Any]) -> str:
     """The judge in the slot; for a run whose answers a rule reads (POPE, AMBER, Reefknot), that rule."""
-    name = _component_name(judge)
+    name = component_name(judge)
     reader = (judge_error.get("reader") or {}).get("name")
     if name or not reader:
         return name
