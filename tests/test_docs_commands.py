@@ -97,6 +97,10 @@ RUN: dict[str, dict[str, Path]] = {
         "outputs/VILA1.5-8b/VILA1.5-8b_POPE.xlsx": VILA / "vila_8b_POPE.xlsx",
         "outputs/VILA1.5-8b/VILA1.5-8b_HallusionBench.xlsx": VILA / "vila_8b_HallusionBench.xlsx",
     },
+    "halluscope build parallel --benchmark reefknot --data data/reefknot": {"data": FULL_DATA},
+    "halluscope build parallel --benchmark hallusionbench --data HallusionBench.json": {
+        "HallusionBench.json": FULL_DATA / "hallusionbench" / "HallusionBench.json",
+    },
     "python -c \"import json; from halluscope.calibration.mmhal_real import load_labels;": {},
 }  # fmt: skip
 
@@ -125,7 +129,9 @@ NOT_RUN: list[tuple[str, str]] = [
     (r"--data built/rk ", ANSWERS),
     (r"--out /tmp/rk|bench/", "a measurement script or its build (minutes to hours; the numbers it prints are in"
      " the docs beside it)"),
-    (r"^halluscope build parallel", "builds a parallel form of a whole benchmark (minutes each on two cores)"),
+    (r"^halluscope build parallel",
+     "builds a parallel form of a whole large benchmark (POPE, Tri-HE, HQH: minutes each on two cores; AMBER's"
+     " repository folder is not in the data); Reefknot's and HallusionBench's run above"),
     (r"validate-judge --set real --data data/tri-he/tri-he.json --judge typed --judge similarity",
      "the similarity judge over the labelled set: minutes on two cores (the typed one runs here)"),
     (r"--data ~/LMUData|--data path/to/|-r logs/llava/", "another tool's copy of the data or its logs, not shipped"),
