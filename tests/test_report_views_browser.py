@@ -173,6 +173,8 @@ def test_pope_card_shows_the_reading_and_the_true_label_and_the_sets_are_plotted
             }  # fmt: skip
             assert page.js("document.querySelector('figure.headline-view table').compareDocumentPosition("
                            "document.getElementById('summary-table')) === Node.DOCUMENT_POSITION_FOLLOWING")
+            judge = page.js("document.querySelector('#summary-table tbody tr td.component:nth-of-type(4)').title")
+            assert judge == "none (yes/no read by the pope-paper rule)", judge
             page.js("document.querySelector('figure.headline-view').scrollIntoView()")
             page.screenshot(artifacts / "report-pope-headline.png", 1280, 700)
             # each set as eval_pope prints it, with its interval
