@@ -175,6 +175,8 @@ def test_pope_card_shows_the_reading_and_the_true_label_and_the_sets_are_plotted
                            "document.getElementById('summary-table')) === Node.DOCUMENT_POSITION_FOLLOWING")
             judge = page.js("document.querySelector('#summary-table tbody tr td.component:nth-of-type(4)').title")
             assert judge == "none (yes/no read by the pope-paper rule)", judge
+            columns = page.js("[...document.querySelectorAll('#summary-table th.metric')].map(th => th.title)")
+            assert columns == ["accuracy", "precision", "recall", "f1", "yes_ratio"]  # no paper_/robust_ copies
             page.js("document.querySelector('figure.headline-view').scrollIntoView()")
             page.screenshot(artifacts / "report-pope-headline.png", 1280, 700)
             # each set as eval_pope prints it, with its interval

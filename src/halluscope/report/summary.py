@@ -14,7 +14,13 @@ from halluscope.report.rundir import ReportRun, as_float
 
 
 def summary_html(runs: Sequence[ReportRun]) -> str:
-    metric_keys = metric_keys_of(runs)
+    from halluscope.report.groups_view import folded_readings
+
+    every_key = metric_keys_of(runs)
+    # The copies of a figure under a reading that is not the run's (paper_f1 beside f1) stay in metrics.json, as
+    # in the terminal's report: side by side they read as more figures than the run has.
+    folded = set(folded_readings(every_key))
+    metric_keys = [k for k in every_key if k not in folded]
     count_keys: list[str] = []
     for run in runs:
         for key in run.metrics.get("counts") or {}:
@@ -77,7 +83,12 @@ def summary_html(runs: Sequence[ReportRun]) -> str:
         f"<thead><tr>{head_html}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
-    return _headline_html(runs) + table + _judge_error_html(runs) + _groups_html(runs) + _notes_html(runs)
+    note = (
+        f'<p class="muted folded">{len(folded)} figures under other readings ({esc(", ".join(sorted(folded)[:4]))}'
+        f"{', …' if len(folded) > 4 else ''}) are in each run's metrics.json and its CSV</p>"
+        if folded else ""
+    )  # fmt: skip
+    return _headline_html(runs) + table + note + _judge_error_html(runs) + _groups_html(runs) + _notes_html(runs)
 
 
 def _headline_html(runs: Sequence[ReportRun]) -> str:
