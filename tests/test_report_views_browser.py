@@ -64,6 +64,18 @@ def _bars(page: DevTools, metric: str) -> dict[str, dict[str, str]]:
     return dict(found)
 
 
+def _headline_view(page: DevTools) -> dict[str, dict[str, str]]:
+    """The headline view's rows as the page shows them: row -> column -> figure (its interval left out)."""
+    found = page.js(
+        "(() => { const t = document.querySelector('figure.headline-view table');"
+        " const heads = [...t.querySelectorAll('thead th')].map(th => th.textContent);"
+        " return [...t.querySelectorAll('tbody tr')].map(tr => [tr.dataset.row,"
+        " Object.fromEntries([...tr.querySelectorAll('td.num')].map((td, i) =>"
+        " [heads[i + 1], td.textContent.split(' [')[0]]))]); })()"
+    )
+    return dict(found)
+
+
 def _assert_bar(bar: dict[str, Any], value: float, interval: dict[str, Any]) -> None:
     assert float(bar["value"]) == pytest.approx(value, rel=1e-5)
     assert float(bar["low"]) == pytest.approx(interval["low"], rel=1e-5)
@@ -90,6 +102,14 @@ def test_chair_caption_marks_each_coco_word_and_the_hallucinated_ones(
     try:
         with serve(report.parent) as (base, _):
             open_report(page, f"{base}/report.html")
+            # chair.py's own columns, in its order, first on the page
+            view = _headline_view(page)
+            assert list(view) == ["overall"] and list(view["overall"]) == ["CHAIRs", "CHAIRi", "Recall", "Len"]
+            assert view["overall"]["CHAIRs"] == f"{metrics['metrics']['CHAIRs']:.2f}"
+            # a tagger other than NLTK's perceptron (chair.py's) is said above the figures
+            tagger = json.loads((run / "spec.json").read_text())["benchmark"]["tagger"]
+            said = page.js("document.querySelector('ul.choices')?.textContent || ''")
+            assert (f"tagger: {tagger} (" in said) == (tagger != "nltk"), said
             # the plot: CHAIRs, CHAIRi, Recall and Len of the run, each with its interval
             for metric in ("CHAIRs", "CHAIRi", "Recall", "Len"):
                 _assert_bar(_bars(page, metric)["all"], metrics["metrics"][metric], metrics["intervals"][metric])
@@ -144,6 +164,21 @@ def test_pope_card_shows_the_reading_and_the_true_label_and_the_sets_are_plotted
     try:
         with serve(report.parent) as (base, _):
             open_report(page, f"{base}/report.html")
+            # the first table on the page: eval_pope's printout for these answers (POPE_results.txt)
+            assert _headline_view(page) == {
+                "coco/adversarial": {"Accuracy": "85.13", "Precision": "89.92", "Recall": "79.13", "F1": "84.18",
+                                     "Yes-ratio": "44.00"},
+                "coco/random": {"Accuracy": "88.09", "Precision": "97.44", "Recall": "78.97", "F1": "87.24",
+                                "Yes-ratio": "41.78"},
+            }  # fmt: skip
+            assert page.js("document.querySelector('figure.headline-view table').compareDocumentPosition("
+                           "document.getElementById('summary-table')) === Node.DOCUMENT_POSITION_FOLLOWING")
+            judge = page.js("document.querySelector('#summary-table tbody tr td.component:nth-of-type(4)').title")
+            assert judge == "none (yes/no read by the pope-paper rule)", judge
+            columns = page.js("[...document.querySelectorAll('#summary-table th.metric')].map(th => th.title)")
+            assert columns == ["accuracy", "precision", "recall", "f1", "yes_ratio"]  # no paper_/robust_ copies
+            page.js("document.querySelector('figure.headline-view').scrollIntoView()")
+            page.screenshot(artifacts / "report-pope-headline.png", 1280, 700)
             # each set as eval_pope prints it, with its interval
             for metric in ("accuracy", "precision", "recall", "f1", "yes_ratio"):
                 bars = _bars(page, metric)
@@ -202,6 +237,14 @@ def test_hallusionbench_cards_show_label_and_correctness_and_its_splits_are_plot
             bars = _bars(page, "qAcc")
             assert set(bars) == {"all", *metrics["groups"]}  # VD and VS
             _assert_bar(bars["all"], metrics["metrics"]["qAcc"], metrics["intervals"]["qAcc"])
+            for split in ("VD", "VS"):  # each split with its own interval, resampled over its figure sets
+                _assert_bar(bars[split], metrics["groups"][split]["qAcc"], metrics["group_intervals"][split]["qAcc"])
+            view = _headline_view(page)
+            assert list(view) == ["VD", "VS", "overall"]
+            assert list(view["VD"]) == [
+                "Question Pair Acc", "Figure Acc", "Easy Question Acc", "Hard Question Acc", "All Acc"
+            ]
+            assert view["VS"]["Figure Acc"] == f"{metrics['groups']['VS']['fAcc']:.2f}"
             cards = page.js(
                 "[...document.querySelectorAll('#sample-list li.sample-card')].map(li => [li.dataset.id, "
                 "li.querySelector('.label').textContent, li.querySelector('.chip.good, .chip.bad')?.textContent])"

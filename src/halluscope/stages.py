@@ -181,6 +181,38 @@ class MetricDeclaration:
             )
 
 
+@dataclass(frozen=True)
+class HeadlineView:
+    """The table a user of a benchmark's own tool expects to read, declared once by the benchmark: which
+    figures, under which names, in which order, and whether a row per group (POPE's sets, HallusionBench's
+    splits, AMBER's dimensions) or the run as one row.
+
+    Why declared: a user compares halluscope's figures with those their tool printed (LLaVA's eval_pope prints
+    Accuracy, Precision, Recall, F1 and Yes-ratio per set; chair.py CHAIRs, CHAIRi, Recall, Len), so the
+    terminal after ``run``, ``report`` (terminal, CSV, markdown) and the HTML report all lead with that table,
+    made from this one declaration and the run's ``metrics.json`` (``report.headline``).
+    """
+
+    #: What the table is, in the words of the benchmark's users ("POPE per set, as LLaVA's eval_pope prints it").
+    title: str
+    #: (metric key in ``metrics.json``, the name the peer tool prints), in the peer tool's order.
+    columns: tuple[tuple[str, str], ...]
+    #: ``"groups"``: a row per group of ``metrics.json`` (then the run as a whole, when ``overall``);
+    #: ``"overall"``: the run as one row.
+    rows: str = "groups"
+    #: Whether a row of the whole run closes a table of groups (eval_pope prints none: its sets are its rows).
+    overall: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rows not in ("groups", "overall"):
+            raise ValueError(f"view {self.title!r}: rows must be 'groups' or 'overall', not {self.rows!r}")
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The metric keys of the columns, in order."""
+        return tuple(key for key, _ in self.columns)
+
+
 @dataclass
 class MetricTable:
     """Per-item components of a benchmark's metrics: row ``i`` is item ``ids[i]`` (a sample id, or a figure or
@@ -272,6 +304,8 @@ class Benchmark(ABC):
     #: Which of its figures measure which kind of hallucination, in which form of question (the leaderboard's
     #: hallucination profile); empty for a benchmark that measures none of object / attribute / relation.
     profile: ClassVar[tuple[ProfileFigure, ...]] = ()
+    #: The table its users read first (:class:`HeadlineView`); None: the declared metrics in their order.
+    headline_view: ClassVar[HeadlineView | None] = None
     #: The extractor and judge used when the user names none (None where the benchmark needs none).
     default_extractor: ClassVar[str | None] = None
     default_judge: ClassVar[str | None] = None

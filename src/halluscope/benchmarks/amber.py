@@ -50,7 +50,7 @@ from halluscope.jsonio import loads_json
 from halluscope.metrics.amber import dimension_of
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesFile
-from halluscope.stages import MetricDeclaration, MetricTable, ProfileFigure
+from halluscope.stages import HeadlineView, MetricDeclaration, MetricTable, ProfileFigure
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["Amber", "amber_declarations", "amber_paper_rule", "amber_table", "judge_description"]
@@ -222,6 +222,12 @@ class Amber(Benchmark):
         ProfileFigure("object", "generative", "CHAIR"),
     )
     title: ClassVar[str] = "AMBER"
+    headline_view: ClassVar[HeadlineView | None] = HeadlineView(
+        "AMBER, as its README's table reads (generative CHAIR, Cover, Hal, Cog; discriminative Acc, P, R, F1)",
+        (("CHAIR", "CHAIR"), ("Cover", "Cover"), ("Hal", "Hal"), ("Cog", "Cog"), ("accuracy", "Acc."),
+         ("precision", "P."), ("recall", "R."), ("f1", "F1")),
+        rows="overall",
+    )  # fmt: skip
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption("types", "csv", "which parts", default=_GROUPS, choices=_GROUPS),
         BenchmarkOption(

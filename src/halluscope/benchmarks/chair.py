@@ -49,7 +49,7 @@ from halluscope.metrics.chair_coco import (
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesError, ResponsesFile
 from halluscope.scene.graph import SceneGraph
-from halluscope.stages import MetricDeclaration, MetricTable, ProfileFigure
+from halluscope.stages import HeadlineView, MetricDeclaration, MetricTable, ProfileFigure
 from halluscope.types import ErrorType, JudgedClaim, Response, Sample, SampleRecord, VerdictLabel
 
 __all__ = [
@@ -390,6 +390,11 @@ class Chair(Benchmark):
     name: ClassVar[str] = "chair"
     profile: ClassVar[tuple[ProfileFigure, ...]] = (ProfileFigure("object", "generative", "CHAIRi"),)
     title: ClassVar[str] = "CHAIR"
+    headline_view: ClassVar[HeadlineView | None] = HeadlineView(
+        "CHAIR, as chair.py prints it",
+        (("CHAIRs", "CHAIRs"), ("CHAIRi", "CHAIRi"), ("Recall", "Recall"), ("Len", "Len")),
+        rows="overall",
+    )
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption(
             "build", "choice", "how words are reduced, and which ground truth is used: OPERA's chair.py (NLTK tags "

@@ -63,7 +63,7 @@ from halluscope.judges.answers import parse_yes_no
 from halluscope.judges.hallusionbench import HallusionGrade, HallusionGrader, HallusionItem
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesFile
-from halluscope.stages import Failure, MetricDeclaration, MetricTable, TaskOrder
+from halluscope.stages import Failure, HeadlineView, MetricDeclaration, MetricTable, TaskOrder
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["HallusionBench", "hallusion_fields_from_index", "hallusion_id"]
@@ -141,6 +141,12 @@ def _resolve(data: Path | None) -> Path:
 class HallusionBench(Benchmark):
     name: ClassVar[str] = "hallusionbench"
     title: ClassVar[str] = "HallusionBench"
+    headline_view: ClassVar[HeadlineView | None] = HeadlineView(
+        "HallusionBench by split (VD: visual dependent, VS: visual supplement), as its leaderboard reads",
+        (("qAcc", "Question Pair Acc"), ("fAcc", "Figure Acc"), ("easy_qAcc", "Easy Question Acc"),
+         ("hard_qAcc", "Hard Question Acc"), ("aAcc", "All Acc")),
+        rows="groups",
+    )  # fmt: skip
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption(
             "categories", "csv", "visual dependent and/or visual supplement questions",

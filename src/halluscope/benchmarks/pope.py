@@ -62,7 +62,14 @@ from halluscope.cache import default_cache_dir
 from halluscope.jsonio import MAX_LINE_DEPTH, iter_jsonl, loads_json
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesFile
-from halluscope.stages import ExternalRow, MetricDeclaration, MetricTable, ProfileFigure, TaskOrder
+from halluscope.stages import (
+    ExternalRow,
+    HeadlineView,
+    MetricDeclaration,
+    MetricTable,
+    ProfileFigure,
+    TaskOrder,
+)
 from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["PROMPTS", "SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
@@ -163,6 +170,12 @@ class Pope(Benchmark):
         ProfileFigure("object", "discriminative", "accuracy", rate=False),
     )
     title: ClassVar[str] = "POPE"
+    headline_view: ClassVar[HeadlineView | None] = HeadlineView(
+        "POPE per set, as LLaVA's eval_pope prints it",
+        (("accuracy", "Accuracy"), ("precision", "Precision"), ("recall", "Recall"), ("f1", "F1"),
+         ("yes_ratio", "Yes-ratio")),
+        rows="groups", overall=False,
+    )  # fmt: skip
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption(
             "sources", "csv", "which sources' sets", default=SOURCES, choices=SOURCES,

@@ -90,10 +90,6 @@ def warn_line(message: str) -> None:
     console(stderr=True).print(f"[yellow]warning:[/yellow] {escape(message)}")
 
 
-def interactive() -> bool:
-    return sys.stderr.isatty()
-
-
 @contextlib.contextmanager
 def stops_on_signals() -> Iterator[None]:
     """Make SIGTERM stop a command as Ctrl-C does (a ``KeyboardInterrupt``), for the ``with`` block.

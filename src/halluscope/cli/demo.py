@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel
 
-from halluscope.cli.common import console, fail, interactive, open_cache
+from halluscope.cli.common import console, fail, open_cache
 
 #: The simulators the demo runs: a truthful one, a mild and a heavy hallucinator.
 DEMO_MODELS = (
@@ -38,6 +38,10 @@ class DemoRow(BaseModel):
     measured: dict[str, float | None]
     judge_precision: float | None
     judge_recall: float | None
+    #: The benchmark's headline metric under this judge (``contradicted_hallu_q`` for a three-way judge) and
+    #: its measured value: the demo leads with it, as the report and the README do.
+    headline: str = "hallu_q"
+    headline_value: float | None = None
 
 
 class DemoResult(BaseModel):
@@ -112,6 +116,8 @@ def run_demo(
                 measured={k: m.get(f"{k}hallu_q") for k in ("", "object_", "relation_", "attribute_")},
                 judge_precision=m.get("judge_precision"),
                 judge_recall=m.get("judge_recall"),
+                headline=str(report.details.get("headline") or "hallu_q"),
+                headline_value=m.get(str(report.details.get("headline") or "hallu_q")),
             )
         )
         run_dirs.append(run_dir)
@@ -153,8 +159,16 @@ def demo_table(result: DemoResult) -> Any:
     for row in result.rows:
         table.add_column(short_name(row.model), justify="right")
     table.add_row("questions / claims", *(f"{r.questions} / {r.claims}" for r in result.rows))
+    headline = result.rows[0].headline if result.rows else "hallu_q"
+    if headline != "hallu_q":  # the headline first (what the report and the README lead with); Hallu-Q bounds it
+        from halluscope.report.formatting import pretty
+
+        table.add_row(
+            f"{pretty(headline)} (headline)",
+            *(f"{_num(r.injected.get(''))} → {_num(r.headline_value)}" for r in result.rows),
+        )
     for key, label in (
-        ("", "Hallu-Q"),
+        ("", "Hallu-Q" if headline == "hallu_q" else "Hallu-Q (upper bound)"),
         ("object_", "object"),
         ("relation_", "relation"),
         ("attribute_", "attribute"),
@@ -199,7 +213,7 @@ def demo(
             seed=seed,
             judge=judge,
             cache=open_cache(cache, no_cache),
-            show_progress=not quiet and interactive(),
+            show_progress=not quiet,
         )
     except (ValueError, OSError) as error:
         fail(str(error))

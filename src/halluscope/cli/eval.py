@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from halluscope.cli.common import console, exit_interrupted, fail, interactive, join_urls, stops_on_signals
+from halluscope.cli.common import console, exit_interrupted, fail, join_urls, stops_on_signals
 from halluscope.cli.flags import flags_command
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def eval_suite(flags: EvalFlags) -> None:
                 plan,
                 settings,
                 CliHooks(),
-                make_progress(not flags.quiet and interactive()),
+                make_progress(not flags.quiet),
                 html=not flags.no_html,
             )
     except KeyboardInterrupt:  # what finished is kept; the same command resumes

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from halluscope.cli.common import fail, interactive, join_urls, judge_names
+from halluscope.cli.common import fail, join_urls, judge_names
 from halluscope.cli.flags import flags_command
 from halluscope.cli.run import execute_and_show, stage_choice
 
@@ -49,7 +49,7 @@ def rejudge(flags: RejudgeFlags) -> None:
     extractor_given = flags.extractor or flags.extractor_model or flags.extractor_opt
     settings = {
         "cache": flags.cache, "use_cache": not flags.no_cache, "overwrite": flags.overwrite, "ci": flags.ci,
-        "progress": not flags.quiet and interactive(), "surface": "cli",
+        "progress": not flags.quiet, "surface": "cli",
         **({"base_url": join_urls(flags.base_url)} if flags.base_url else {}),
     }  # fmt: skip
     try:

@@ -56,6 +56,7 @@ def report(
     except RunDirError as error:
         fail(str(error))
     out = console()
+    _print_choices(run_dirs, summaries)
     out.print(rich_table(summaries, title="halluscope runs", width=out.width, show_all=show_all))
     _print_folded(summaries, show_all)
     _print_groups(summaries)
@@ -114,6 +115,17 @@ def _print_comparisons(run_dirs: list[Path], benchmarks: list[str], baseline: Pa
         out.print(comparison_table(comparison, level))
 
 
+def _print_choices(run_dirs: list[Path], summaries: list[Any]) -> None:
+    """Before the table, what each run chose that changes its figures (tagger, reading, labels, judge,
+    --only-answered, --limit), a line each, so the figures are read with it."""
+    from halluscope.report.choices import run_choices
+    from halluscope.runs.store import read_spec
+
+    for run_dir, summary in zip(run_dirs, summaries, strict=True):
+        for line in run_choices(read_spec(run_dir), summary.counts, summary.judge):
+            console().print(f"{summary.run}: {line}", markup=False, highlight=False)
+
+
 def _print_folded(summaries: list[Any], show_all: bool) -> None:
     from halluscope.report.table import folded_columns
 
@@ -127,10 +139,18 @@ def _print_folded(summaries: list[Any], show_all: bool) -> None:
 
 
 def _print_groups(summaries: list[Any]) -> None:
-    """Each run's per-group table (POPE per set), the figures its benchmark's users compare."""
+    """Each run's headline view (POPE per set as eval_pope prints it), the figures its benchmark's users
+    compare; a benchmark that declares none, or whose view is not per group, gets its per-group table."""
     from halluscope.report.groups_view import group_table
+    from halluscope.report.headline import headline_table
+    from halluscope.report.table import headline_view_of
 
     for summary in summaries:
+        filled = headline_view_of(summary)
+        if filled is not None:
+            console().print(headline_table(filled, f"{summary.run}: {filled.view.title}"))
+            if filled.view.rows == "groups":
+                continue
         table = group_table(
             f"{summary.run} ({summary.benchmark}) by group", summary.groups, summary.group_intervals,
             list(summary.intervals),

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from halluscope.cli.common import console, fail, interactive, join_urls, open_cache, parse_options
+from halluscope.cli.common import console, fail, join_urls, open_cache, parse_options
 from halluscope.cli.flags import flags_command
 
 
@@ -140,7 +140,7 @@ def _collect(flags: RespondFlags, bench: Any, selection: Any, spec: Any, model: 
                 model,
                 flags.out,
                 concurrency=flags.concurrency,
-                show_progress=not flags.quiet and interactive(),
+                show_progress=not flags.quiet,
                 generation=Generation(
                     max_tokens=flags.max_tokens, temperature=flags.temperature, seed=flags.seed,
                     top_logprobs=flags.logprobs,

@@ -17,7 +17,6 @@ from halluscope.cli.common import (
     console,
     exit_interrupted,
     fail,
-    interactive,
     join_urls,
     judge_names,
     parse_options,
@@ -185,7 +184,7 @@ def run_config(flags: RunFlags) -> RunConfig:
         judge=stage_choice("judge", flags.judge, flags.judge_model, flags.judge_opt),
         base_url=join_urls(flags.base_url), cache=flags.cache, use_cache=not flags.no_cache,
         overwrite=flags.overwrite, chunk_size=flags.chunk_size, max_failure_share=flags.max_failure_share,
-        ci=flags.ci, progress=not flags.quiet and interactive(), surface="cli",
+        ci=flags.ci, progress=not flags.quiet, surface="cli",
     )  # fmt: skip
 
 
@@ -234,16 +233,48 @@ class CliHooks:
 
 
 def show_metrics(report: Any, out: Path) -> None:
-    from halluscope.report.groups_view import group_table
-    from halluscope.report.table import judge_error_lines, metrics_table
+    """What the run chose that changes a figure (a line each), the benchmark's headline view (the table its
+    users know), then every figure of the run's own reading with its interval, and the judge's error."""
+    from halluscope.report.choices import run_choices
+    from halluscope.report.groups_view import folded_readings, group_table
+    from halluscope.report.headline import Figures, headline_rows, headline_table, view_for
+    from halluscope.report.table import judge_error_lines, judge_label, metrics_table
+    from halluscope.runs.store import read_spec
 
+    out_console = console()
+    try:
+        spec = read_spec(out)
+    except Exception:  # a run stopped before its spec was written: nothing to say about its choices
+        spec = {}
+    for line in run_choices(spec, report.counts, judge_label(spec.get("judge"), report.judge_error)):
+        out_console.print(line, markup=False, highlight=False)
+    view = view_for(report.benchmark)
+    filled = headline_rows(view, Figures.of(report)) if view is not None else None
+    if filled is not None:
+        out_console.print(headline_table(filled))
+    folded = folded_readings(list(report.metrics))
+    shown = {k: v for k, v in report.metrics.items() if k not in folded}
+    intervals = dict(report.intervals)
+    if report.details.get("headline") in intervals:  # Tri-HE's headline under this judge leads, as in the report
+        from halluscope.report.order import order_metrics
+
+        intervals = {k: intervals[k] for k in order_metrics(intervals, [str(report.details["headline"])])}
     title = f"{report.benchmark} — {out}"
-    console().print(metrics_table(report.metrics, report.counts, title=title, intervals=report.intervals))
-    groups = group_table(f"{report.benchmark} by group", report.groups, report.group_intervals, list(report.intervals))
-    if groups is not None:
-        console().print(groups)
+    out_console.print(metrics_table(shown, report.counts, title=title, intervals=intervals))
+    if folded:
+        out_console.print(
+            f"{len(folded)} figures under other readings in metrics.json ({', '.join(folded[:3])}"
+            f"{', …' if len(folded) > 3 else ''})",
+            markup=False, highlight=False,
+        )  # fmt: skip
+    if filled is None or filled.view.rows != "groups":
+        groups = group_table(
+            f"{report.benchmark} by group", report.groups, report.group_intervals, list(report.intervals)
+        )
+        if groups is not None:
+            out_console.print(groups)
     for line in judge_error_lines(report.judge_error):
-        console().print(line, markup=False, highlight=False)
+        out_console.print(line, markup=False, highlight=False)
 
 
 def show_outcome(outcome: RunOutcome, out: Path) -> None:

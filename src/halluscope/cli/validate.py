@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from halluscope.cli.common import console, fail, interactive, open_cache, parse_options
+from halluscope.cli.common import console, fail, open_cache, parse_options
 from halluscope.cli.flags import flags_command
 
 
@@ -124,7 +124,7 @@ def validate_judge(flags: ValidateFlags) -> None:
 
 
 def _show_progress(flags: ValidateFlags) -> bool:
-    return not flags.quiet and interactive()
+    return not flags.quiet
 
 
 def _validate_real(flags: ValidateFlags, set_: str) -> None:

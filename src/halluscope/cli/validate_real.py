@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from halluscope.cli.common import console, fail, interactive
+from halluscope.cli.common import console, fail
 
 _SOURCES = {"hand": "hand claims", "hand+completed": "hand claims, graph completed"}
 
@@ -37,7 +37,7 @@ def validate_real(
     answers, bench = _real_set(set_path, data, limit)
     extract = _extractor(extractor, extractor_options, store)
     out_console = console()
-    show = not quiet and interactive()
+    show = not quiet
     reports = []
     for name, label, options in judges:
         judge = claim_judge(name, options, store)

@@ -174,12 +174,14 @@ def hallusion_metrics(records: Sequence[SampleRecord], *, benchmark: str = "hall
 
 
 def _group_table(groups: dict[str, list[int]], set_of: dict[str, str]) -> MetricTable:
-    """One row per group (a figure or a question pair): 1 when every question in it is right; by set."""
+    """One row per group (a figure or a question pair): 1 when every question in it is right; by set, and in
+    its split (VD / VS, the first part of the set's key), so each split's figures get their intervals too."""
     ids = list(groups)
     return MetricTable(
         ids=ids,
         components={"all_correct": [float(all(groups[g])) for g in ids], "groups": [1.0] * len(ids)},
         clusters=[set_of[g] for g in ids],
+        groups=[set_of[g].split("_", 1)[0] for g in ids],
     )
 
 
@@ -213,6 +215,7 @@ def hallusion_tables(records: Sequence[SampleRecord], *, vlmevalkit: bool = Fals
         ids=[r.id for r in scored],
         components={"correct": [float(c) for c in correct], "questions": [1.0] * len(scored)},
         clusters=[_set_key(row) for row in rows],
+        groups=[str(row["category"]) for row in rows],
     )
     return {
         "questions": questions,

@@ -63,9 +63,14 @@ def metric_keys_of(runs: Sequence[ReportRun]) -> list[str]:
         for key in run.metric_values():
             if key not in seen:
                 seen.append(key)
+    from halluscope.report.headline import view_for
     from halluscope.report.order import order_metrics
 
-    return order_metrics(seen)  # fixed and paired: each Hallu-Q before its Hallu-I
+    views = [view_for(run.benchmark) for run in runs]
+    declared = [key for view in views if view is not None for key in view.keys]
+    # The headline views' figures first (eval_pope's order for POPE), then the fixed order, each Hallu-Q before
+    # its Hallu-I.
+    return order_metrics(seen, declared)
 
 
 def nice_max(value: float) -> float:

@@ -51,7 +51,11 @@ class ReportRun:
 
     @property
     def judge(self) -> str:
-        return component_name(self.spec.get("judge")) or "—"
+        """The judge in the slot; for a run whose yes/no answers a rule reads (POPE, AMBER), that rule, as the
+        terminal's report names it: an empty cell would read as "not judged"."""
+        reader = ((self.metrics.get("judge_error") or {}).get("reader") or {}).get("name")
+        fallback = f"none (yes/no read by the {reader} rule)" if reader else "—"
+        return component_name(self.spec.get("judge")) or fallback
 
     @property
     def extractor(self) -> str:

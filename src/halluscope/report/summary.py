@@ -14,7 +14,13 @@ from halluscope.report.rundir import ReportRun, as_float
 
 
 def summary_html(runs: Sequence[ReportRun]) -> str:
-    metric_keys = metric_keys_of(runs)
+    from halluscope.report.groups_view import folded_readings
+
+    every_key = metric_keys_of(runs)
+    # The copies of a figure under a reading that is not the run's (paper_f1 beside f1) stay in metrics.json, as
+    # in the terminal's report: side by side they read as more figures than the run has.
+    folded = set(folded_readings(every_key))
+    metric_keys = [k for k in every_key if k not in folded]
     count_keys: list[str] = []
     for run in runs:
         for key in run.metrics.get("counts") or {}:
@@ -77,7 +83,48 @@ def summary_html(runs: Sequence[ReportRun]) -> str:
         f"<thead><tr>{head_html}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
-    return table + _judge_error_html(runs) + _groups_html(runs) + _notes_html(runs)
+    note = (
+        f'<p class="muted folded">{len(folded)} figures under other readings ({esc(", ".join(sorted(folded)[:4]))}'
+        f"{', …' if len(folded) > 4 else ''}) are in each run's metrics.json and its CSV</p>"
+        if folded else ""
+    )  # fmt: skip
+    return _headline_html(runs) + table + note + _judge_error_html(runs) + _groups_html(runs) + _notes_html(runs)
+
+
+def _headline_html(runs: Sequence[ReportRun]) -> str:
+    """Each run's headline view (:mod:`halluscope.report.headline`) above the summary: the table its benchmark's
+    users know (POPE per set as eval_pope prints it, CHAIR as chair.py does), the figures to two decimals as
+    their tool prints them, each with its interval."""
+    from halluscope.report.choices import run_choices
+    from halluscope.report.headline import Figures, cell_text, headline_rows, view_for
+
+    parts = []
+    for index, run in enumerate(runs):
+        choices = run_choices(run.spec, run.metrics.get("counts") or {})
+        said = "".join(f"<li>{esc(line)}</li>" for line in choices)
+        if said:  # what the run chose that changes its figures, before them (as the terminal says it)
+            parts.append(f'<ul class="notes choices" data-run="{index}"><b>{esc(run.label)}</b>{said}</ul>')
+        view = view_for(run.benchmark)
+        filled = headline_rows(view, Figures.of(run.metrics)) if view is not None else None
+        if filled is None:
+            continue
+        head = "<th>" + ("set" if view is not None and view.rows == "groups" else "") + "</th>"
+        head += "".join(f'<th class="num" data-key="{esc(k)}">{esc(name)}</th>' for k, name in filled.columns)
+        body = "".join(
+            f'<tr data-row="{esc(label)}"><td>{esc(label)}</td>'
+            + "".join(
+                f'<td class="num" data-key="{esc(k)}">{esc(cell_text(v, i))}</td>'
+                for (k, _), (v, i) in zip(filled.columns, cells, strict=True)
+            )
+            + "</tr>"
+            for label, cells in filled.rows
+        )
+        parts.append(
+            f'<figure class="headline-view" data-run="{index}" data-benchmark="{esc(run.benchmark)}">'
+            f"<figcaption><b>{esc(run.label)}</b>: {esc(filled.view.title)}</figcaption>"
+            f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></figure>'
+        )
+    return "".join(parts)
 
 
 def _judge_error_html(runs: Sequence[ReportRun]) -> str:

@@ -33,7 +33,7 @@ class RunSummary:
     group_intervals: dict[str, dict[str, dict[str, Any] | None]] = field(default_factory=dict)
 
 
-def _component_name(value: Any) -> str:
+def component_name(value: Any) -> str:
     if isinstance(value, dict):
         name = (
             value.get("judge") or value.get("extractor") or value.get("name") or value.get("provider") or "?"
@@ -66,8 +66,8 @@ def summarise_run(run_dir: Path, *, level: float | None = None) -> RunSummary:
     return RunSummary(
         run=Path(run_dir).name,
         benchmark=report.benchmark,
-        model=mask_text(_component_name(model) if isinstance(model, dict) else str(model)),
-        judge=mask_text(_judge_label(spec.get("judge"), report.judge_error)),
+        model=mask_text(component_name(model) if isinstance(model, dict) else str(model)),
+        judge=mask_text(judge_label(spec.get("judge"), report.judge_error)),
         metrics=dict(report.metrics),
         counts=dict(report.counts),
         intervals=intervals,
@@ -77,9 +77,9 @@ def summarise_run(run_dir: Path, *, level: float | None = None) -> RunSummary:
     )
 
 
-def _judge_label(judge: Any, judge_error: dict[str, Any]) -> str:
+def judge_label(judge: Any, judge_error: dict[str, Any]) -> str:
     """The judge in the slot; for a run whose answers a rule reads (POPE, AMBER, Reefknot), that rule."""
-    name = _component_name(judge)
+    name = component_name(judge)
     reader = (judge_error.get("reader") or {}).get("name")
     if name or not reader:
         return name
@@ -91,8 +91,11 @@ def metric_columns(summaries: Sequence[RunSummary], *, show_all: bool = True) ->
     without ``show_all``, the copies of a figure under a reading that is not the run's (``paper_f1`` beside
     ``f1``) are left out (:func:`halluscope.report.groups_view.folded_readings`)."""
     from halluscope.report.groups_view import folded_readings
+    from halluscope.report.headline import view_for
 
-    headlines = (key for summary in summaries for key in summary.intervals)
+    views = [view_for(summary.benchmark) for summary in summaries]
+    declared = [key for view in views if view is not None for key in view.keys]
+    headlines = [*declared, *(key for summary in summaries for key in summary.intervals)]
     ordered = order_metrics((key for summary in summaries for key in summary.metrics), headlines)
     if show_all:
         return ordered
@@ -162,20 +165,45 @@ def to_csv(summaries: Sequence[RunSummary]) -> str:
                 return bounds[index]
         return ""
 
+    per_group = [headline_cells(s) for s in summaries]
+    group_columns = list(dict.fromkeys(key for cells in per_group for key in cells))
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([csv_cell(name) for name in ["run", "benchmark", "model", "judge", *columns]])
-    for s in summaries:
+    writer.writerow([csv_cell(name) for name in ["run", "benchmark", "model", "judge", *columns, *group_columns]])
+    for s, cells in zip(summaries, per_group, strict=True):
         names = [csv_cell(s.run), csv_cell(s.benchmark), csv_cell(s.model), csv_cell(s.judge)]
-        writer.writerow([*names, *(value(s, c) for c in columns)])
+        writer.writerow([*names, *(value(s, c) for c in columns), *(cells.get(c, "") for c in group_columns)])
     return buffer.getvalue()
+
+
+def headline_view_of(summary: RunSummary) -> Any | None:
+    """The run's headline view filled in (:mod:`halluscope.report.headline`), or None."""
+    from halluscope.report.headline import Figures, headline_rows, view_for
+
+    view = view_for(summary.benchmark)
+    return headline_rows(view, Figures.of(summary)) if view is not None else None
+
+
+def headline_cells(summary: RunSummary) -> dict[str, float | str]:
+    """The per-group cells of the run's headline view as CSV columns (``coco/adversarial:f1``)."""
+    from halluscope.report.headline import headline_csv_columns
+
+    filled = headline_view_of(summary)
+    return headline_csv_columns(filled) if filled is not None else {}
 
 
 def to_markdown(summaries: Sequence[RunSummary], *, show_all: bool = False) -> str:
     header, rows = table_rows(summaries, show_all=show_all)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    from halluscope.report.headline import headline_markdown
+
+    for summary in summaries:  # each run's headline view under the runs: eval_pope's per-set table
+        filled = headline_view_of(summary)
+        if filled is not None:
+            text += "\n" + headline_markdown(filled, f"{summary.run}: {filled.view.title}")
+    return text
 
 
 #: Narrowest a run's column may get in the transposed table before runs are split over several tables.

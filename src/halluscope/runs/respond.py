@@ -406,7 +406,7 @@ async def _ask_all(
                     handle.write(json.dumps(response_to_row(response), ensure_ascii=False) + "\n")
                     handle.flush()
                     asking.new[sample.id] = response
-                sink.advance(1)
+                sink.advance(1, failed=int(sample.id in asking.failures))
 
         await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, asking.size or 1)))))
 

@@ -358,7 +358,7 @@ async def _score_pending(
             name_refused_images(records, chunk)
             settle_failures(records, model_failures)
             writer.write(records)
-            progress.advance(len(chunk))
+            progress.advance(len(chunk), failed=sum(1 for record in records if record.failure is not None))
             position += len(chunk)
             size = next_chunk_size(size, time.monotonic() - started, largest)
     finally:
