@@ -345,7 +345,7 @@ from pathlib import Path
 
 if sys.argv[1] != "real":
     import halluscope.llm.offline as offline
-    offline._check_server_installed = lambda: None
+    offline.server_runtime = lambda: "llama-cpp-python"  # the stand-in below
     offline.packaged_gguf = lambda cache_dir=None: Path(sys.argv[1])
 from halluscope.llm.local import LocalLLM
 
@@ -379,7 +379,7 @@ ABANDONED_SCRIPT = '''
 import json, sys, threading, time
 import halluscope.llm.offline as offline
 
-offline._check_server_installed = lambda: None
+offline.server_runtime = lambda: "llama-cpp-python"  # the stand-in below
 offline.STOP_GRACE_S = 1.0
 started = threading.Event()
 

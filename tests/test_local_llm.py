@@ -26,12 +26,16 @@ from halluscope.cache import Cache
 from halluscope.cli.main import app
 from halluscope.llm.client import ChatClient, named_endpoint
 from halluscope.llm.local import LOCAL_ENDPOINT
+from halluscope.llm.offline import SERVER_RUNTIMES
 from tests.paths import TRI_HE_JSON
 
 N_ANSWERS = 20
 
 # The answers and scene graphs are the released Tri-HE's (no licence to commit an excerpt of it).
 pytestmark = pytest.mark.full_data
+
+#: The command-line module of each server halluscope may start.
+SERVER_MODULES = {module.encode() for module, _ in SERVER_RUNTIMES.values()}
 
 
 # -- helpers ------------------------------------------------------------------------------------------
@@ -72,14 +76,14 @@ def _servers_of(parent: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and (info := _proc_info(int(entry.name))) is not None:
             ppid, cmdline = info
-            if ppid == parent and b"llama_cpp.server" in cmdline:
+            if ppid == parent and any(module in cmdline for module in SERVER_MODULES):
                 found.append(int(entry.name))
     return found
 
 
 def _alive_server(pid: int) -> bool:
     info = _proc_info(pid)
-    return info is not None and b"llama_cpp.server" in info[1]
+    return info is not None and any(module in info[1] for module in SERVER_MODULES)
 
 
 class Cli:

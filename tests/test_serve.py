@@ -11,6 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from halluscope.llm.offline import SERVER_RUNTIMES
+
+#: The command-line module of each server halluscope may start.
+SERVER_MODULES = {module.encode() for module, _ in SERVER_RUNTIMES.values()}
+
 
 def _server_processes(port: str) -> list[int]:
     """Pids of llama_cpp.server processes listening on ``port`` (by command line)."""
@@ -22,7 +27,7 @@ def _server_processes(port: str) -> list[int]:
             cmdline = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"llama_cpp.server" in cmdline and port.encode() in cmdline:
+        if any(module in cmdline for module in SERVER_MODULES) and port.encode() in cmdline:
             found.append(int(proc.name))
     return found
 

@@ -112,17 +112,15 @@ class LocalLLM:
         """What ran, for ``spec.json`` (None when the server was never started)."""
         if self._server is None:
             return None
-        try:
-            from importlib.metadata import version
+        from halluscope.llm.offline import SERVER_RUNTIMES, runtime_version
 
-            runtime = f"llama-cpp-python {version('llama-cpp-python')}"
-        except Exception:  # only a label
-            runtime = "llama-cpp-python"
+        runtime = self._server.runtime
+        module = SERVER_RUNTIMES[runtime][0]
         return {
             "model": self._server.model,
             "gguf": self._server.model_path.name,
             "gguf_bytes": self._server.model_path.stat().st_size,
-            "server": f"{runtime} (llama_cpp.server), packaged model started for this run on loopback",
+            "server": f"{runtime_version(runtime)} ({module}), packaged model started for this run on loopback",
             "endpoint": LOCAL_ENDPOINT,
             "n_ctx": self.n_ctx,
             "stages": list(self.stages),

