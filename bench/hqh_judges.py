@@ -74,7 +74,7 @@ async def judge_in_order(judge: HQHLLMJudge, items: list[HQHItem], per_call: int
     """Judge item by item (per_call=1) or item-group by group, so each finished call is cached at once."""
     out: list[HQHJudgement | Failure] = []
     for start in range(0, len(items), per_call):
-        out.extend(await judge.judge_answers(items[start : start + per_call]))
+        out.extend(await judge.grade_many(items[start : start + per_call]))
     return out
 
 
@@ -99,11 +99,11 @@ def run_llm(
             pair = items[start : start + 2]
             began = time.perf_counter()
             for answer in pair:
-                per_answer.extend(asyncio.run(one.judge_answers([answer])))
+                per_answer.extend(asyncio.run(one.grade_many([answer])))
             timing["per_answer_s"] += time.perf_counter() - began
             if not args.skip_batched:
                 began = time.perf_counter()
-                batched.extend(asyncio.run(many.judge_answers(pair)))
+                batched.extend(asyncio.run(many.grade_many(pair)))
                 timing["batched_s"] += time.perf_counter() - began
             report(per_answer, batched)
             print(f"item {start // 2 + 1}: per-answer {vars(one.stats)}, batched {vars(many.stats)}, "
@@ -129,7 +129,7 @@ def main() -> None:
     pairs = build_items(bench, args.per_type)
     items = [item for item, _ in pairs]
     wrong = [is_wrong for _, is_wrong in pairs]
-    rules = asyncio.run(HQHRulesJudge().judge_answers(items))
+    rules = asyncio.run(HQHRulesJudge().grade_many(items))
     def report(per_answer: list[Any], batched: list[Any], final: bool = False) -> None:
         """The table over the answers judged so far (all of them for the offline judge alone)."""
         done = len(per_answer) if not args.no_llm else len(items)

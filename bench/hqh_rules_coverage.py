@@ -89,9 +89,9 @@ def main() -> None:
         if i.type != "existence"  # "It is not yes." / "It is not dog, cat, tree." are not answers
     ]
     results = {
-        "known": table(known, asyncio.run(judge.judge_answers(known)), wrong=False),
-        "mismatched": table(mismatched, asyncio.run(judge.judge_answers(mismatched)), wrong=True),
-        "negated": table(negated, asyncio.run(judge.judge_answers(negated)), wrong=True),
+        "known": table(known, asyncio.run(judge.grade_many(known)), wrong=False),
+        "mismatched": table(mismatched, asyncio.run(judge.grade_many(mismatched)), wrong=True),
+        "negated": table(negated, asyncio.run(judge.grade_many(negated)), wrong=True),
     }
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))

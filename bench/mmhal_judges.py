@@ -88,7 +88,7 @@ class Rater:
         for n, item in enumerate(items):
             start = time.perf_counter()
             cached = judge.stats.cached
-            (result,) = await judge.rate_answers([item])
+            (result,) = await judge.grade_many([item])
             if judge.stats.cached == cached:
                 self.seconds.append(time.perf_counter() - start)
             out[item.sample_id] = result.rating if isinstance(result, MMHalRating) else None

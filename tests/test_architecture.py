@@ -10,7 +10,7 @@ import of its module: the registry imports it when the name is asked for, so a c
 still a cycle.
 
 Importers read other tools' files for any benchmark: they know none by name, and reach a benchmark only
-through the hooks of :class:`halluscope.stages.Benchmark`. Outside benchmarks/, no module decides anything by
+through the hooks of :class:`halluscope.stages.BenchmarkInterface`. Outside benchmarks/, no module decides anything by
 a benchmark's name, but for the listed places (:data:`NAMED_IN_LOGIC`), each with its reason.
 """
 

@@ -26,7 +26,7 @@ from halluscope.judges.hallusionbench import VLMEvalKitGrader
 from halluscope.metrics.declared import declared_intervals
 from halluscope.runs.runner import headline_intervals, run_benchmark
 from halluscope.runs.store import read_records
-from halluscope.stages import Benchmark
+from halluscope.stages import BenchmarkInterface
 from halluscope.types import Response, Sample
 from tests.paths import AMBER_DIR, AMBER_EXCERPT, HALLUSIONBENCH_DIR, HALLUSIONBENCH_EXCERPT
 
@@ -47,7 +47,7 @@ def _unit_by_unit(samples: list[Sample], unit_of: Callable[[Sample], str]) -> di
     return {s.id: Response(id=s.id, response=_answer(s, order[unit_of(s)] % 2 == 0)) for s in samples}
 
 
-def _run(bench: Benchmark, responses: dict[str, Response], out: Path, **ctx: Any) -> dict[str, Any]:
+def _run(bench: BenchmarkInterface, responses: dict[str, Response], out: Path, **ctx: Any) -> dict[str, Any]:
     run_benchmark(bench, responses, ScoringContext(cache=Cache(None), **ctx), out, show_progress=False)
     metrics: dict[str, Any] = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     return metrics

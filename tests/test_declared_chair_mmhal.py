@@ -17,7 +17,7 @@ from halluscope.metrics.declared import declared_intervals, declared_value
 from halluscope.metrics.mmhal import TYPES
 from halluscope.metrics.stats import proportion_interval
 from halluscope.runs.runner import headline_intervals
-from halluscope.stages import Benchmark
+from halluscope.stages import BenchmarkInterface
 from halluscope.types import SampleRecord
 from tests.paths import FULL_DATA, MMHAL_DIR
 from tests.test_chair_coco import _mini_truth, _score
@@ -26,7 +26,7 @@ OPERA_GREEDY = FULL_DATA / "chair-coco" / "opera-released-captions" / "llava-1.5
 BLIP2_REVIEW = MMHAL_DIR / "third-party-gpt4o-review" / "blip2_mmhal_eval.json"
 
 
-def _declared_equal_reported(bench: Benchmark, records: list[SampleRecord]) -> dict[str, float | None]:
+def _declared_equal_reported(bench: BenchmarkInterface, records: list[SampleRecord]) -> dict[str, float | None]:
     """Every declared headline's point estimate, checked equal to the figure ``metrics()`` reports."""
     reported = bench.metrics(records).metrics
     tables = bench.metric_tables(records)

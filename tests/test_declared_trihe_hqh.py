@@ -18,7 +18,7 @@ from halluscope.metrics.declared import declared_intervals, declared_value
 from halluscope.metrics.hqh import hqh_metrics
 from halluscope.metrics.stats import Interval
 from halluscope.runs.runner import headline_intervals
-from halluscope.stages import Benchmark, MetricDeclaration, MetricTable
+from halluscope.stages import BenchmarkInterface, MetricDeclaration, MetricTable
 from halluscope.types import ErrorType, JudgedClaim, SampleRecord, Support, VerdictLabel
 from tests.layouts import synthetic_layouts, tri_he_layout
 from tests.paths import HQH_DIR
@@ -34,7 +34,9 @@ def _question(sample_id: str, image_id: str, claims: list[JudgedClaim], failure:
     return SampleRecord(id=sample_id, prompt="q", response="r", image_id=image_id, claims=claims, failure=failure)
 
 
-def _assert_declared_equal_reported(benchmark: Benchmark, records: list[SampleRecord]) -> dict[str, float | None]:
+def _assert_declared_equal_reported(
+    benchmark: BenchmarkInterface, records: list[SampleRecord]
+) -> dict[str, float | None]:
     """Every declared metric: its estimate is the benchmark's figure (None exactly where the figure is None)."""
     reported = benchmark.metrics(records).metrics
     tables = benchmark.metric_tables(records)

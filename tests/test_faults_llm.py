@@ -280,7 +280,7 @@ async def test_batched_judges_fail_what_their_reply_does_not_say_and_do_not_cach
         assert isinstance(result, Failure) and "1 of 2 claims" in result.reason and "claim 1" in result.reason
         hqh = HQHLLMJudge(base_url=server.base_url, mode="batched", cache=cache)
         items = [HQHItem(f"q{i}", "OCR", "What does it say?", "STOP", f"answer {i}", scene) for i in range(2)]
-        graded = await hqh.judge_answers(items)
+        graded = await hqh.grade_many(items)
         await hqh.aclose()
         assert all(isinstance(g, Failure) and "no 'grades' list" in g.reason for g in graded)
     assert cache.count("chat") == 0

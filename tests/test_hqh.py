@@ -174,7 +174,7 @@ def test_offline_judge_separates_reference_from_wrong_answers(bench: HQH) -> Non
                     responses[i].response, bench.scene(samples[i]))  # type: ignore[arg-type]
             for i in ids if i in responses
         ]  # fmt: skip
-        results = asyncio.run(judge.judge_answers(items))
+        results = asyncio.run(judge.grade_many(items))
         decided = [r.hallucinated for r in results if getattr(r, "hallucinated", None) is not None]
         assert len(decided) > 0.6 * len(items)  # the rest stays unjudged, by design
         assert lo <= sum(decided) / len(decided) <= hi

@@ -88,7 +88,7 @@ async def test_per_answer_prompt_carries_facts_reference_and_answer(
 ) -> None:
     scripted_server.push(completion(GOOD), completion(GOOD))
     judge = HQHLLMJudge(model="m", base_url=scripted_server.base_url, concurrency=1)
-    results = await judge.judge_answers(
+    results = await judge.grade_many(
         [item(scene, "Three dogs."), HQHItem("2", "existence", "List the main instances.", "dogs", "a cat", scene)]
     )
     await judge.aclose()
@@ -116,7 +116,7 @@ async def test_batched_mode_judges_answers_about_one_image_in_one_call(
     }
     scripted_server.push(completion(json.dumps(reply)), completion("no json here"))
     judge = HQHLLMJudge(model="m", base_url=scripted_server.base_url, mode="batched", concurrency=1)
-    results = await judge.judge_answers(
+    results = await judge.grade_many(
         [item(scene, "Two."), item(other, "A bus.", sample_id="9"), item(scene, "Three.", sample_id="1")]
     )
     await judge.aclose()
@@ -150,7 +150,7 @@ async def test_retries_then_failures_stay_with_their_answer(
     scripted_server.responder = respond
     judge = fast(HQHLLMJudge(model="m", base_url=scripted_server.base_url, timeout_s=0.2, concurrency=2))
     answers = ["rate limited", "server down", "slow", "garbage", "wrong format", "chatty"]
-    results = await judge.judge_answers([item(scene, a, sample_id=str(i)) for i, a in enumerate(answers)])
+    results = await judge.grade_many([item(scene, a, sample_id=str(i)) for i, a in enumerate(answers)])
     await judge.aclose()
     limited, down, slow, garbage, wrong, chatty = results
     assert isinstance(limited, Failure) and "429" in limited.reason and "2 attempts" in limited.reason
@@ -165,7 +165,7 @@ async def test_auth_failure_stops(scripted_server: ScriptedServer, scene: SceneG
     scripted_server.responder = lambda body: error(401, "invalid key")
     judge = HQHLLMJudge(model="m", base_url=scripted_server.base_url)
     with pytest.raises(LLMAuthError, match="HTTP 401"):
-        await judge.judge_answers([item(scene, "Two.")])
+        await judge.grade_many([item(scene, "Two.")])
     await judge.aclose()
 
 

@@ -36,7 +36,7 @@ async def test_hqh_llm_per_answer_and_batched_on_a_real_server(llama_server: str
     items = count_items()
     options = dict(model=PACKAGED_MODEL_NAME, base_url=llama_server, concurrency=1, timeout_s=TIMEOUT_S, max_regions=4)
     per_answer = HQHLLMJudge(mode="per-answer", **options)  # type: ignore[arg-type]
-    (judgement,) = await per_answer.judge_answers(items[:1])
+    (judgement,) = await per_answer.grade_many(items[:1])
     await per_answer.aclose()
     assert isinstance(judgement, HQHJudgement), judgement
     assert judgement.verdict in ("correct", "incorrect"), judgement.unjudged_reason
@@ -44,7 +44,7 @@ async def test_hqh_llm_per_answer_and_batched_on_a_real_server(llama_server: str
     assert per_answer.stats.calls == 1 and per_answer.stats.prompt_tokens > 100
 
     batched = HQHLLMJudge(mode="batched", json_mode=False, **options)  # type: ignore[arg-type]
-    results = await batched.judge_answers(items)
+    results = await batched.grade_many(items)
     await batched.aclose()
     assert batched.stats.calls == 1  # both answers about one image in one call
     # The small model's one reply is read answer by answer: each answer gets its grade, or a failure naming

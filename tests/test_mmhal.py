@@ -123,7 +123,7 @@ async def test_judge_prompt_carries_labels_reference_and_answer(scripted_server:
     scripted_server.push(completion("Matches the reference.\nRating: 5"), completion("hmm"))
     judge = MMHalLLMJudge(model="m", base_url=scripted_server.base_url, concurrency=1)
     item = MMHalItem("0", "attribute", "What colour is the cap?", "Yellow.", ["Fire hydrant"], "It is red.")
-    first, second = await judge.rate_answers([item, MMHalItem("1", "other", "Q?", "R.", [], "A.")])
+    first, second = await judge.grade_many([item, MMHalItem("1", "other", "Q?", "R.", [], "A.")])
     await judge.aclose()
     prompt = scripted_server.chat_requests()[0].body["messages"][-1]["content"]
     assert "Fire hydrant" in prompt and "Yellow." in prompt and "It is red." in prompt
@@ -247,7 +247,7 @@ async def test_rating_first_asks_for_the_rating_line_first_with_few_tokens(scrip
     scripted_server.push(completion("Rating: 2\nThe cap is yellow, not red."))
     judge = MMHalLLMJudge(model="m", base_url=scripted_server.base_url, rating_first="true")
     item = MMHalItem("0", "attribute", "What colour is the cap?", "Yellow.", ["Fire hydrant"], "It is red.")
-    (rated,) = await judge.rate_answers([item])
+    (rated,) = await judge.grade_many([item])
     await judge.aclose()
     body = scripted_server.chat_requests()[0].body
     assert body["max_tokens"] == 24 and "first, then one short sentence" in body["messages"][-1]["content"]

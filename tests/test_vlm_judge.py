@@ -128,7 +128,7 @@ def test_hqh_answers_are_graded_with_the_photo() -> None:
     with ScriptedServer(responder=_photo_checker(PHOTO, replies)) as server:
         judge = JUDGES.create("vlm", model="m", base_url=server.base_url, max_side=256, max_retries=0)
         assert isinstance(judge, VLMJudge)
-        results = asyncio.run(judge.judge_answers([item(a) for a in replies]))
+        results = asyncio.run(judge.grade_many([item(a) for a in replies]))
         asyncio.run(judge.aclose())
         text = _parts(server.chat_requests()[0].body)[1]
     assert "Reference answer: Blue." in text and "caption: A man in a blue shirt." in text

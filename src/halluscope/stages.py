@@ -143,7 +143,7 @@ class MetricDeclaration:
 
     Why declared: the interval on every headline number, the paired test between two runs and the smallest
     difference a benchmark can see are computed once, in ``metrics.declared``, from these declarations and
-    the benchmark's :meth:`Benchmark.metric_tables`, never re-implemented per benchmark. The point estimate a
+    the benchmark's :meth:`BenchmarkInterface.metric_tables`, never re-implemented per benchmark. The point estimate a
     declaration gives equals the benchmark's own figure in ``metrics.json`` (tested for every benchmark).
 
     ``statistic`` is ``"ratio"`` (``scale · Σ components[0] / Σ components[1]``: an accuracy, a rate, CHAIRi,
@@ -234,7 +234,7 @@ class MetricTable:
 class ExternalRow:
     """One row of another tool's answer file, as an importer read it: where it is, its fields, the answer.
 
-    Why here: importers hand these to a benchmark's layout hooks (:meth:`Benchmark.items_from_rows`), so
+    Why here: importers hand these to a benchmark's layout hooks (:meth:`BenchmarkInterface.items_from_rows`), so
     the record is part of the contract between the two layers, not of either.
     """
 
@@ -292,7 +292,7 @@ class ProfileFigure:
             raise ValueError(f"{where}: kind {self.kind!r} or form {self.form!r} unknown")
 
 
-class Benchmark(ABC):
+class BenchmarkInterface(ABC):
     """One benchmark's data, scoring and metrics."""
 
     name: ClassVar[str]

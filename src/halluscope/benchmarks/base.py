@@ -1,4 +1,4 @@
-"""The base class of halluscope's benchmarks: the interface of :class:`halluscope.stages.Benchmark` plus the
+"""The base class of halluscope's benchmarks: the interface of :class:`halluscope.stages.BenchmarkInterface` plus the
 reader of responses files every benchmark starts from, and the one ``from_options`` that makes a benchmark
 from its declared options.
 
@@ -23,8 +23,8 @@ from halluscope.types import MetricsReport, SampleRecord
 __all__ = ["Benchmark", "MetricsReport", "ScoringContext"]
 
 
-class Benchmark(stages.Benchmark):
-    """One benchmark's data, scoring and metrics (see :class:`halluscope.stages.Benchmark`)."""
+class Benchmark(stages.BenchmarkInterface):
+    """One benchmark's data, scoring and metrics (see :class:`halluscope.stages.BenchmarkInterface`)."""
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Self:

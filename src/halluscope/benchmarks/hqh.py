@@ -477,7 +477,7 @@ class HQH(Benchmark):
                 )
         results: dict[str, HQHJudgement | Failure] = dict(empty)
         if items and isinstance(judge, HQHJudge):
-            for item, result in zip(items, await judge.judge_answers(items), strict=True):
+            for item, result in zip(items, await judge.grade_many(items), strict=True):
                 results[item.sample_id] = result
         records = []
         for sample, response in pairs:

@@ -341,7 +341,7 @@ class MMHal(Benchmark):
                     )
                 )
         if items and isinstance(judge, MMHalJudge):
-            for item, result in zip(items, await judge.rate_answers(items), strict=True):
+            for item, result in zip(items, await judge.grade_many(items), strict=True):
                 ratings[item.sample_id] = result
         records = []
         for sample, response in pairs:

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from halluscope.scene.names import NEGATORS
+from halluscope.text.words import negates_phrase
 
 AUXILIARIES = frozenset(
     {"is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "will", "would", "should"}
@@ -65,7 +65,7 @@ _ANSWER_FORMAT = re.compile(r"\byes or no\b", re.IGNORECASE)
 def has_negation(words: Sequence[str]) -> bool:
     """Whether the words hold a negation ("Please answer yes or no" is an answer format, not one)."""
     words = _ANSWER_FORMAT.sub(" ", " ".join(words)).split()
-    return any(w.lower().strip("?,.") in NEGATORS or w.lower().endswith("n't") for w in words)
+    return any(negates_phrase(w.lower().strip("?,.")) for w in words)
 
 
 def _rebuild(doc: Any, index: int, *, insert: str | None = None, replace: str | None = None) -> str:

@@ -41,7 +41,8 @@ from typing import Any
 
 from halluscope.builders.paraphrase import template_paraphrase, verify_paraphrase
 from halluscope.jsonio import loads_json, write_json_atomic
-from halluscope.scene.names import NEGATORS, PREPOSITIONS
+from halluscope.scene.names import PREPOSITIONS
+from halluscope.text.words import negates_phrase
 
 #: async (prompt, item id) → (paraphrase, reason the LLM's paraphrase was rejected or None)
 Paraphrase = Callable[[str, str], Awaitable[tuple[str, str | None]]]
@@ -79,7 +80,7 @@ class ParallelBuild:
 
 
 def _negators(words: Sequence[str]) -> bool:
-    return any(w.lower() in NEGATORS or w.lower().endswith("n't") for w in words)
+    return any(negates_phrase(w.lower()) for w in words)
 
 
 def negation_point(body: list[str], twin: list[str] | None) -> int | None:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from halluscope.stages import Benchmark, SampleSource, ScoringContext
+from halluscope.stages import BenchmarkInterface, SampleSource, ScoringContext
 from halluscope.types import Response, Sample
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def simulated_responses(benchmark: SampleSource, name: str, rate: float, seed: i
 
 
 async def run_population(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     true_rates: dict[str, float],
     seed: int,
     out_root: Path,

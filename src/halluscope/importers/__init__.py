@@ -26,7 +26,7 @@ from halluscope.importers.lmms_eval import is_lmms_eval_row, lmms_answer, read_l
 from halluscope.importers.vlmevalkit import TABLE_SUFFIXES, read_table, read_vlmevalkit
 from halluscope.jsonio import MAX_LINE_DEPTH, iter_jsonl, loads_json
 from halluscope.responses import ResponsesError, ResponsesFile
-from halluscope.stages import Benchmark
+from halluscope.stages import BenchmarkInterface
 
 __all__ = [
     "EXTERNAL_KINDS",
@@ -93,7 +93,7 @@ _READERS = {"lmms-eval": read_lmms_eval, "vlmevalkit": read_vlmevalkit, "llava":
 
 
 def read_external(
-    path: Path, kind: str, benchmark: Benchmark, *, benchmark_ids: set[str] | None = None
+    path: Path, kind: str, benchmark: BenchmarkInterface, *, benchmark_ids: set[str] | None = None
 ) -> ResponsesFile:
     """Responses from another tool's file, matched to ``benchmark``'s sample ids (see each module)."""
     path = Path(path)

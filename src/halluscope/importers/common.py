@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from halluscope.responses import ResponsesError, ResponsesFile
-from halluscope.stages import Benchmark, ExternalRow
+from halluscope.stages import BenchmarkInterface, ExternalRow
 from halluscope.types import Response
 
 __all__ = ["ExternalRow", "Matcher", "first_line", "question_agrees"]
@@ -61,7 +61,7 @@ class Matcher:
     """Collects rows into a :class:`ResponsesFile`, pairing each with one sample or naming its problem."""
 
     def __init__(
-        self, benchmark: Benchmark, kind: str, benchmark_ids: set[str] | None, *, hint: str | None = None
+        self, benchmark: BenchmarkInterface, kind: str, benchmark_ids: set[str] | None, *, hint: str | None = None
     ) -> None:
         self.benchmark = benchmark
         self.kind = kind

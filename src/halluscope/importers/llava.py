@@ -25,7 +25,7 @@ from typing import Any
 from halluscope.importers.common import ExternalRow, Matcher, first_line
 from halluscope.jsonio import iter_jsonl
 from halluscope.responses import ResponsesError, ResponsesFile
-from halluscope.stages import Benchmark
+from halluscope.stages import BenchmarkInterface
 
 __all__ = ["is_llava_answers", "load_question_file", "read_llava"]
 
@@ -70,7 +70,7 @@ def load_question_file(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]
     return questions, problems
 
 
-def read_llava(path: Path, benchmark: Benchmark, *, benchmark_ids: set[str] | None = None) -> ResponsesFile:
+def read_llava(path: Path, benchmark: BenchmarkInterface, *, benchmark_ids: set[str] | None = None) -> ResponsesFile:
     """Answers in LLaVA's layout, matched through the question file the benchmark names (its
     ``external_questions`` hook), when it names one."""
     path = Path(path)

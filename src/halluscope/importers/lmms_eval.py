@@ -29,7 +29,7 @@ from typing import Any
 from halluscope.importers.common import ExternalRow, Matcher, question_agrees
 from halluscope.jsonio import iter_jsonl
 from halluscope.responses import ResponsesFile
-from halluscope.stages import Benchmark, TaskOrder
+from halluscope.stages import BenchmarkInterface, TaskOrder
 
 __all__ = ["is_lmms_eval_row", "lmms_answer", "read_lmms_eval"]
 
@@ -49,7 +49,9 @@ def lmms_answer(row: dict[str, Any]) -> str | None:
     return None
 
 
-def read_lmms_eval(path: Path, benchmark: Benchmark, *, benchmark_ids: set[str] | None = None) -> ResponsesFile:
+def read_lmms_eval(
+    path: Path, benchmark: BenchmarkInterface, *, benchmark_ids: set[str] | None = None
+) -> ResponsesFile:
     """An lmms-eval samples log of any version (see the module docstring)."""
     path = Path(path)
     matcher = Matcher(benchmark, "lmms-eval", benchmark_ids)

@@ -26,7 +26,7 @@ from typing import Any
 from halluscope.importers.common import ExternalRow, Matcher
 from halluscope.importers.xlsx import iter_xlsx_rows
 from halluscope.responses import ResponsesError, ResponsesFile
-from halluscope.stages import Benchmark
+from halluscope.stages import BenchmarkInterface
 
 __all__ = ["TABLE_SUFFIXES", "read_table", "read_vlmevalkit"]
 
@@ -59,7 +59,7 @@ def _sheet_row(path: Path, number: int, row: dict[str, Any]) -> ExternalRow:
     )
 
 
-def _ties(benchmark: Benchmark, matcher: Matcher, row: ExternalRow) -> bool:
+def _ties(benchmark: BenchmarkInterface, matcher: Matcher, row: ExternalRow) -> bool:
     """Whether an item the row stands for is one of the benchmark's."""
     try:
         items = benchmark.external_rows(row.fields)
@@ -68,7 +68,9 @@ def _ties(benchmark: Benchmark, matcher: Matcher, row: ExternalRow) -> bool:
     return any(matcher.match(fields) is not None for _, fields in items)
 
 
-def read_vlmevalkit(path: Path, benchmark: Benchmark, *, benchmark_ids: set[str] | None = None) -> ResponsesFile:
+def read_vlmevalkit(
+    path: Path, benchmark: BenchmarkInterface, *, benchmark_ids: set[str] | None = None
+) -> ResponsesFile:
     """A VLMEvalKit prediction sheet, matched to ``benchmark``'s items (see the module docstring)."""
     path = Path(path)
     matcher = Matcher(benchmark, "vlmevalkit", benchmark_ids)

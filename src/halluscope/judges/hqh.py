@@ -7,7 +7,7 @@ decides whether the answer is **correct** (it means what the reference says and 
 information (reasoning and opinions excluded). For existence questions ("list the main instances") the paper
 gives the judge no reference answer: the image information decides.
 
-:class:`HQHJudge` is the interface both HQH judges share (``judge_answers``); this module also holds
+:class:`HQHJudge` is the interface both HQH judges share (``grade_many``); this module also holds
 ``hqh-llm``, :class:`HQHLLMJudge`, on any OpenAI-compatible endpoint through the shared client (bounded
 retries; never the official loop's retry-forever). The offline ``hqh-rules`` judge is in
 :mod:`halluscope.judges.hqh_rules`.
@@ -119,17 +119,14 @@ class HQHJudgement:
 
 
 class HQHJudge(AnswerJudge[HQHItem, HQHJudgement]):
-    """A judge of whole HQH answers; :meth:`grade_many` is :meth:`judge_answers`, the name HQH's code uses."""
+    """A judge of whole HQH answers: one judgement per answer (:meth:`grade_many`)."""
 
     answers_of = "HQH"
     benchmark_option = "hqh"
 
     @abstractmethod
-    async def judge_answers(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
-        """One judgement per answer, in order; a :class:`Failure` where judging failed (redone on resume)."""
-
     async def grade_many(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
-        return await self.judge_answers(items)
+        """One judgement per answer, in order; a :class:`Failure` where judging failed (redone on resume)."""
 
 
 # -- prompts ---------------------------------------------------------------------------------------------------
@@ -455,7 +452,7 @@ class HQHLLMJudge(HQHJudge):
             for j in parse_batched_reply(result.text, len(items))
         ]  # fmt: skip
 
-    async def judge_answers(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
+    async def grade_many(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
         if self.mode == "per-answer":
             results = await asyncio.gather(*(self._one(item) for item in items), return_exceptions=True)
             for result in results:

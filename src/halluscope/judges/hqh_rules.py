@@ -484,7 +484,7 @@ class HQHRulesJudge(HQHJudge):
     def identity(self) -> dict[str, Any]:
         return {"judge": self.name, "version": self.VERSION, **default_matcher().identity()}
 
-    async def judge_answers(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
+    async def grade_many(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
         def run() -> list[HQHJudgement | Failure]:
             out: list[HQHJudgement | Failure] = []
             for item in items:

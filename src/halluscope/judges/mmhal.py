@@ -14,7 +14,7 @@ A reply with none, two different ones or one out of range is **unjudged** with t
 0 the way the official summary script reads it. Unjudged replies are not cached, so a resumed run asks
 again (the benchmark records them as failures so the runner redoes them).
 
-:class:`MMHalJudge` is the interface (``rate_answers``); ``mmhal-llm`` (:class:`MMHalLLMJudge`) runs it on
+:class:`MMHalJudge` is the interface (``grade_many``); ``mmhal-llm`` (:class:`MMHalLLMJudge`) runs it on
 any OpenAI-compatible endpoint through the shared client, or on the packaged local model with
 ``--judge-model local``.
 """
@@ -85,17 +85,14 @@ class MMHalRating:
 
 
 class MMHalJudge(AnswerJudge[MMHalItem, MMHalRating]):
-    """A judge of whole MMHal-Bench answers; :meth:`grade_many` is :meth:`rate_answers`."""
+    """A judge of whole MMHal-Bench answers: one rating per answer (:meth:`grade_many`)."""
 
     answers_of = "MMHal-Bench"
     benchmark_option = "mmhal"
 
     @abstractmethod
-    async def rate_answers(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
-        """One rating per answer, in order; a :class:`Failure` where the call failed (redone on resume)."""
-
     async def grade_many(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
-        return await self.rate_answers(items)
+        """One rating per answer, in order; a :class:`Failure` where the call failed (redone on resume)."""
 
 
 # -- parsing ---------------------------------------------------------------------------------------------------
@@ -266,7 +263,7 @@ class MMHalLLMJudge(MMHalJudge):
             self.stats.unparseable += 1
         return rating
 
-    async def rate_answers(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
+    async def grade_many(self, items: Sequence[MMHalItem]) -> list[MMHalRating | Failure]:
         results = await asyncio.gather(*(self._one(item) for item in items), return_exceptions=True)
         out: list[MMHalRating | Failure] = []
         for result in results:

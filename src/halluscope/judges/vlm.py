@@ -11,7 +11,7 @@ three ways:
   supported → supported; contradicted → hallucinated (``support = contradicted``, typed by the part);
   cannot tell → hallucinated with ``support = unverifiable`` (so ``hallu_q`` keeps the paper's meaning and the
   headline ``contradicted_hallu_q`` counts only what the judge saw to be wrong).
-- **HQH answers** (``judge_answers``, with ``--benchmark hqh``): the photo, the question, the reference answer
+- **HQH answers** (``grade_many``, with ``--benchmark hqh``): the photo, the question, the reference answer
   and the image's caption → ``correct`` / ``incorrect`` / ``cannot tell``; cannot tell stays unjudged.
 - **Other benchmarks' whole answers** (the hook for MMHal-Bench and the like): :meth:`VLMJudge.grade_answer`
   takes an image path, a question, a reference answer and optional context and returns an
@@ -301,7 +301,7 @@ class VLMJudge(HQHJudge, Judge):
             return Failure(unreadable_reply("judge 'vlm'", str(grade.reason), finish_reason=result.finish_reason))
         return grade
 
-    async def judge_answers(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
+    async def grade_many(self, items: Sequence[HQHItem]) -> list[HQHJudgement | Failure]:
         async def one(item: HQHItem) -> HQHJudgement | Failure:
             caption = item.scene.caption or ""
             grade = await self.grade_answer(

@@ -2,7 +2,7 @@
 
 A benchmark declares its headline metrics (:class:`halluscope.stages.MetricDeclaration`: which components,
 ratio or F1, over which resampling unit) and gives the per-item components in tables
-(:meth:`halluscope.stages.Benchmark.metric_tables`). Everything here works on those two alone, so POPE's
+(:meth:`halluscope.stages.BenchmarkInterface.metric_tables`). Everything here works on those two alone, so POPE's
 F1 over images, HallusionBench's figure accuracy and CHAIRi over captions all get their interval, their
 paired test and their detectable difference from the same code.
 

@@ -36,7 +36,7 @@ from halluscope.models.base import GenerateRequest, GenerateResult, Model
 from halluscope.responses import ResponsesError, ResponsesFile
 
 if TYPE_CHECKING:
-    from halluscope.stages import Benchmark
+    from halluscope.stages import BenchmarkInterface
 
 FORMATS = ("auto", "halluscope", "tri-he", "reefknot", "hqh", "prove")
 #: The layout options a benchmark's reader may take besides ``key`` (Tri-HE's and PROVE's).
@@ -221,7 +221,7 @@ class ReplayModel(Model):
             raise ReplayError(f"{path} is a folder; the {layout} layout is one file")
         return cls(path, layout, key=key, claims_key=claims_key, id_key=id_key, named=format != "auto")
 
-    def bind(self, benchmark: Benchmark) -> None:
+    def bind(self, benchmark: BenchmarkInterface) -> None:
         """Read the file the way ``benchmark`` reads a responses file (its ``read_responses``, the one reader
         of each layout), so replay scores exactly like ``--responses``: a Reefknot benchmark matches lines to
         sample ids by content, Tri-HE reads its answer key and triplets, and so on."""

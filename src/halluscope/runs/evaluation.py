@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from halluscope.cache import Cache
     from halluscope.llm.local import LocalLLM
     from halluscope.spelling import PhrasedError
-    from halluscope.stages import Benchmark, ScoringContext
+    from halluscope.stages import BenchmarkInterface, ScoringContext
 
 __all__ = ["RunHooks", "RunOutcome", "WarningHooks", "execute"]
 
@@ -179,7 +179,7 @@ def _holding_out(config: RunConfig) -> Iterator[None]:
         raise _run_dir_error(config, error) from error
 
 
-def _check_stages(config: RunConfig, bench: Benchmark, selection: Selection) -> None:
+def _check_stages(config: RunConfig, bench: BenchmarkInterface, selection: Selection) -> None:
     """Refuse stage options the benchmark does not use, and a ``base_url`` no stage would call."""
     from halluscope.llm.local import is_local
 
@@ -213,7 +213,7 @@ def _check_stages(config: RunConfig, bench: Benchmark, selection: Selection) -> 
         )
 
 
-def _check_known(config: RunConfig, stage: str, bench: Benchmark) -> None:
+def _check_known(config: RunConfig, stage: str, bench: BenchmarkInterface) -> None:
     """Refuse, before any answer is collected, an extractor or judge the benchmark's slot does not have;
     a judge of another benchmark is named with the benchmark it belongs to."""
     from halluscope.benchmarks import judge_belongs_elsewhere
@@ -228,7 +228,7 @@ def _check_known(config: RunConfig, stage: str, bench: Benchmark) -> None:
     raise EvaluationError(f"{given}: " + (f"{elsewhere}; {choose}" if elsewhere else f"unknown; {choose}"))
 
 
-def _stage_registry(stage: str, bench: Benchmark) -> tuple[Any, str | None]:
+def _stage_registry(stage: str, bench: BenchmarkInterface) -> tuple[Any, str | None]:
     """The registry that fills ``stage`` for ``bench``, and the benchmark's default name in it."""
     from halluscope.claims import EXTRACTORS
     from halluscope.judges import judge_registry
@@ -292,7 +292,7 @@ def _run_dir_error(config: RunConfig, error: PhrasedError) -> EvaluationError:
 
 def _gather_answers(
     config: RunConfig,
-    bench: Benchmark,
+    bench: BenchmarkInterface,
     chosen: Selection,
     store: Cache,
     hooks: RunHooks,
@@ -305,7 +305,7 @@ def _gather_answers(
 
 def _read_file(
     config: RunConfig,
-    bench: Benchmark,
+    bench: BenchmarkInterface,
     chosen: Selection,
     path: Path,
     hooks: RunHooks,
@@ -333,7 +333,7 @@ def _read_file(
     return _Answers(selection=chosen, responses=dict(loaded.responses), spec=spec)
 
 
-def _ask_model(config: RunConfig, bench: Benchmark, chosen: Selection, store: Cache) -> _Answers:
+def _ask_model(config: RunConfig, bench: BenchmarkInterface, chosen: Selection, store: Cache) -> _Answers:
     from halluscope.models.spec import create_model
     from halluscope.registry import UnknownComponentError
     from halluscope.runs.interrupt import run_async
@@ -391,7 +391,7 @@ def _select(config: RunConfig, answers: _Answers, hooks: RunHooks) -> Selection:
 
 
 def _scoring_context(
-    config: RunConfig, bench: Benchmark, selection: Selection, store: Cache, local: LocalLLM
+    config: RunConfig, bench: BenchmarkInterface, selection: Selection, store: Cache, local: LocalLLM
 ) -> ScoringContext:
     from halluscope.stages import ScoringContext
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from halluscope.benchmarks.images import IMAGE_OUTSIDE, missing_images, needs_image, outside_images
 from halluscope.models.base import Model
-from halluscope.stages import Benchmark
+from halluscope.stages import BenchmarkInterface
 from halluscope.types import Sample, SampleRecord
 
 __all__ = ["MissingImagesError", "check_images", "missing_images", "name_refused_images"]
@@ -33,7 +33,7 @@ class MissingImagesError(RuntimeError):
     """Selected samples lack the image the model must see; the message says how many and which."""
 
 
-def check_images(benchmark: Benchmark, model: Model, samples: Sequence[Sample]) -> dict[str, str]:
+def check_images(benchmark: BenchmarkInterface, model: Model, samples: Sequence[Sample]) -> dict[str, str]:
     """The samples to record as failed for a missing or refused image (id → reason); raises when the run
     must not start.
 

@@ -44,7 +44,7 @@ from halluscope.runs.images import MissingImagesError, check_images
 from halluscope.runs.progress import ProgressSink, make_progress
 from halluscope.runs.selection import Selection, every_sample
 from halluscope.runs.store import RESPOND_ERRORS_FILE, RESPOND_META_FILE, RESPONSES_FILE, run_dir_writer
-from halluscope.stages import Benchmark
+from halluscope.stages import BenchmarkInterface
 from halluscope.types import Claim, Response, Sample
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,7 @@ def read_collected(path: Path) -> tuple[dict[str, Response], list[str]]:
 
 
 def build_request(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     sample: Sample,
     *,
     max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -244,7 +244,7 @@ def _prepare_dir(out_dir: Path, meta: dict[str, Any]) -> None:
     write_json_atomic(meta_path, mask_data(meta))  # a key in a base URL stays off the disk
 
 
-def _replay_warnings(model: Model, benchmark: Benchmark, ids: list[str]) -> list[str]:
+def _replay_warnings(model: Model, benchmark: BenchmarkInterface, ids: list[str]) -> list[str]:
     """Bind a replay model (also one inside a mitigation's wrapper) to the benchmark, whose reader reads its
     file as `run --responses` would: the same ids, the same answers; its problems and id mismatches."""
     from halluscope.models.replay import ReplayModel
@@ -281,7 +281,7 @@ class _Asking:
 
 @run_dir_writer(RespondError)  # one writer per folder: two would each append every answer
 async def collect_responses(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     model: Model,
     out_dir: Path,
     *,
@@ -372,7 +372,7 @@ def _earlier_answers(path: Path) -> dict[str, Response]:
 
 
 async def _ask_all(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     model: Model,
     settings: Generation,
     label: str,

@@ -55,7 +55,7 @@ from halluscope.runs.store import (
     start_run,
     write_metric_tables,
 )
-from halluscope.stages import Benchmark, MetricTable, ScoringContext
+from halluscope.stages import BenchmarkInterface, MetricTable, ScoringContext
 from halluscope.types import MetricsReport, Response, SampleRecord
 from halluscope.version import __version__
 
@@ -159,7 +159,7 @@ def check_measured(records: list[SampleRecord], report: MetricsReport) -> str | 
 
 
 def build_spec(
-    benchmark: Benchmark, selection: Selection, ctx: ScoringContext, spec_extra: Mapping[str, Any] | None
+    benchmark: BenchmarkInterface, selection: Selection, ctx: ScoringContext, spec_extra: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "halluscope_version": __version__,
@@ -178,7 +178,7 @@ def _is_done(record: SampleRecord, responses: Mapping[str, Response]) -> bool:
     return record.failure is None and response is not None and record.response == response.response
 
 
-#: The most samples scored per call of ``Benchmark.score_many`` (and per write). Batched judges encode
+#: The most samples scored per call of ``BenchmarkInterface.score_many`` (and per write). Batched judges encode
 #: each call's strings together, so small chunks cost throughput: on Tri-HE the similarity judge took
 #: 1.62x the ideal batched time in chunks of 64 and 1.10x in chunks of 256 (``bench/similarity_speed.py``).
 #: A crash loses at most one chunk's local work; LLM calls are cached one by one and are never lost.
@@ -216,7 +216,7 @@ class RunSettings:
 
 
 async def run_benchmark_async(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     responses: Mapping[str, Response],
     ctx: ScoringContext,
     out_dir: Path,
@@ -280,7 +280,7 @@ async def run_benchmark_async(
 
 
 def headline_intervals(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     records: Sequence[SampleRecord],
     level: float = DEFAULT_LEVEL,
     out_dir: Path | None = None,
@@ -312,7 +312,7 @@ def headline_intervals(
 
 
 def _judge_error(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     records: Sequence[SampleRecord],
     tables: Mapping[str, MetricTable],
     ctx: ScoringContext,
@@ -335,7 +335,7 @@ def _interval_json(estimate: float | None, interval: Any) -> dict[str, Any] | No
 
 
 async def _score_pending(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     pending: list[Any],
     responses: Mapping[str, Response],
     ctx: ScoringContext,
@@ -385,7 +385,7 @@ def _check_outcome(records: list[SampleRecord], report: MetricsReport, max_failu
 
 
 def run_benchmark(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     responses: Mapping[str, Response],
     ctx: ScoringContext,
     out_dir: Path,

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from halluscope.spelling import Given, Message, PhrasedError, phrase
-from halluscope.stages import Benchmark
+from halluscope.stages import BenchmarkInterface
 from halluscope.types import Sample
 
 __all__ = [
@@ -66,12 +66,12 @@ class Selection:
     def __len__(self) -> int:
         return len(self.items)
 
-    def spec(self, benchmark: Benchmark) -> dict[str, Any]:
+    def spec(self, benchmark: BenchmarkInterface) -> dict[str, Any]:
         """The benchmark's section of ``spec.json`` for this selection: its own spec over the chosen samples
         (image counts, items with a problem), then how they were chosen."""
         return {**benchmark.spec(self.items), **self.notes}
 
-    def uses_stage(self, benchmark: Benchmark, stage: str) -> bool:
+    def uses_stage(self, benchmark: BenchmarkInterface, stage: str) -> bool:
         """Whether scoring the chosen samples calls ``stage`` (a Reefknot run without VQA uses no judge)."""
         return benchmark.uses_stage(stage, self.items)
 
@@ -94,12 +94,12 @@ class Selection:
         return replace(self, items=items, notes=MappingProxyType({**self.notes, **notes}))
 
 
-def every_sample(benchmark: Benchmark) -> Selection:
+def every_sample(benchmark: BenchmarkInterface) -> Selection:
     """Every sample of ``benchmark``, in its own order: the selection of a run with no ``--limit``."""
     return Selection(tuple(benchmark.samples()))
 
 
-def first_samples(benchmark: Benchmark, limit: int | None) -> Selection:
+def first_samples(benchmark: BenchmarkInterface, limit: int | None) -> Selection:
     """The first ``limit`` samples of ``benchmark`` (all of them when ``limit`` is None).
 
     Why one function: the model is asked and the answers are scored on this same selection, so a run never

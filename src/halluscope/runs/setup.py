@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from halluscope.llm.local import LocalLLM
     from halluscope.responses import ResponsesFile
     from halluscope.runs.selection import Selection
-    from halluscope.stages import Benchmark
+    from halluscope.stages import BenchmarkInterface
 
 __all__ = [
     "create_benchmark",
@@ -33,18 +33,18 @@ __all__ = [
 ]
 
 
-def create_benchmark(name: str, data: Path | None, options: Mapping[str, Any]) -> Benchmark:
+def create_benchmark(name: str, data: Path | None, options: Mapping[str, Any]) -> BenchmarkInterface:
     from halluscope.benchmarks import BENCHMARKS
     from halluscope.registry import UnknownComponentError
 
     try:
-        bench: Benchmark = BENCHMARKS.create(name, data=data, **dict(options))
+        bench: BenchmarkInterface = BENCHMARKS.create(name, data=data, **dict(options))
     except (UnknownComponentError, ValueError, OSError, TypeError) as error:
         raise EvaluationError(str(error)) from error
     return bench
 
 
-def select_first(bench: Benchmark, limit: int | None) -> Selection:
+def select_first(bench: BenchmarkInterface, limit: int | None) -> Selection:
     """The run's selection: the first ``limit`` samples of ``bench`` (all without a limit), the ones the model
     is asked and the scoring uses; a benchmark file that cannot be read is an :class:`EvaluationError`."""
     from halluscope.runs.selection import first_samples
@@ -55,7 +55,7 @@ def select_first(bench: Benchmark, limit: int | None) -> Selection:
         raise EvaluationError(str(error)) from error
 
 
-def known_sample_ids(bench: Benchmark) -> set[str]:
+def known_sample_ids(bench: BenchmarkInterface) -> set[str]:
     """Every id of the whole benchmark (before ``--limit`` selects some): an answer to a sample outside the
     selection belongs to the benchmark, so it is not reported as an unknown id."""
     try:
@@ -143,7 +143,7 @@ def local_base_url_conflict(local_stages: Iterable[str], endpoint_stage: bool) -
 
 
 def read_responses_for_run(
-    bench: Benchmark,
+    bench: BenchmarkInterface,
     path: Path,
     *,
     benchmark_ids: set[str] | None,

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from halluscope.cache import default_cache_dir
 from halluscope.scene.basics import normalise_name
-from halluscope.text.words import NEGATORS  # re-exported: words that make a noun phrase deny existence
+from halluscope.text.words import negates_phrase
 
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
@@ -312,7 +312,7 @@ def tokens(text: str) -> list[str]:
 
 def is_negated(phrase: str) -> bool:
     """True for phrases that deny what they name: "no helmet", "without a leash", "not present"."""
-    return any(t in NEGATORS or t.endswith("n't") for t in tokens(phrase))
+    return any(negates_phrase(t) for t in tokens(phrase))
 
 
 def split_leading_preposition(phrase: str) -> tuple[str, str]:

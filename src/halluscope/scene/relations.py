@@ -33,7 +33,7 @@ from halluscope.scene.names import (
     tokens,
     wordnet,
 )
-from halluscope.text.words import NEGATORS
+from halluscope.text.words import negates_phrase
 
 #: Spatial preposition groups; members of one group say the same thing.
 PREPOSITION_GROUPS: dict[str, str] = {
@@ -172,8 +172,8 @@ class RelationParts:
 def parse_relation(relation: str) -> RelationParts:
     """Split a relation phrase into the parts :func:`compare_relations` reasons with."""
     words = tokens(relation)
-    negative = any(w in NEGATORS or w.endswith("n't") for w in words)
-    words = [w for w in words if w not in NEGATORS and not w.endswith("n't")]
+    negative = any(negates_phrase(w) for w in words)
+    words = [w for w in words if not negates_phrase(w)]
     text = " ".join(words)
     core = " ".join(w for w in words if w not in _FILLER)
     if core in RELATION_ALIASES:

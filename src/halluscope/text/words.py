@@ -14,14 +14,15 @@ __all__ = [
     "DIFFERENT_WORDS",
     "EMPHATIC_WORDS",
     "EQUAL_WORDS",
-    "NEGATIONS",
-    "NEGATORS",
     "NO_WORDS",
     "OPPOSITE_COMPARATIVES",
     "OPPOSITE_PREPOSITIONS",
+    "PHRASE_NEGATORS",
+    "SENTENCE_NEGATIONS",
     "YES_WORDS",
     "comparison_words",
     "is_negation",
+    "negates_phrase",
 ]
 
 #: A word that answers yes on its own.
@@ -36,9 +37,11 @@ EMPHATIC_WORDS = frozenset(
     {"absolutely", "definitely", "certainly", "indeed", "surely", "sure", "of course", "undoubtedly", "totally"}
 )
 #: Words that deny what a phrase names: "no helmet", "without a leash", "not present".
-NEGATORS = frozenset({"no", "not", "without", "none", "neither", "nor", "never", "lacking", "absent"})
+PHRASE_NEGATORS = frozenset({"no", "not", "without", "none", "neither", "nor", "never", "lacking", "absent"})
 #: Negation words in running text (a sentence, not a phrase): negators plus "nothing", "nobody", "cannot".
-NEGATIONS = NEGATORS | {"nothing", "nobody", "cannot", "isn't", "aren't", "doesn't", "don't", "didn't", "wasn't"}
+SENTENCE_NEGATIONS = PHRASE_NEGATORS | {
+    "nothing", "nobody", "cannot", "isn't", "aren't", "doesn't", "don't", "didn't", "wasn't",
+}  # fmt: skip
 
 #: Words that say two things are the same (a comparison question answered "they are equal").
 EQUAL_WORDS = frozenset({"same", "equal", "equally", "identical", "alike", "similar"})
@@ -73,9 +76,14 @@ for _word, _others in _OPPOSITES.items():
 _COMPARATIVE = re.compile(r"\b([a-z]+er)\s+than\b|\b(more|less|fewer)\b")
 
 
+def negates_phrase(word: str) -> bool:
+    """Whether one word (lower-case) makes a phrase deny what it names: a phrase negator or a "-n't" form."""
+    return word in PHRASE_NEGATORS or word.endswith("n't")
+
+
 def is_negation(word: str) -> bool:
     """Whether one word (lower-case) negates: a negation word or any "-n't" contraction."""
-    return word in NEGATIONS or word.endswith("n't")
+    return word in SENTENCE_NEGATIONS or word.endswith("n't")
 
 
 def comparison_words(text: str) -> set[str]:
