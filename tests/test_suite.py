@@ -21,7 +21,7 @@ from tests.layouts import synthetic_layouts
 from tests.paths import POPE_EXCERPT
 from tests.scripted_server import ScriptedServer, completion
 
-LIMIT = 4
+LIMIT = 8  # POPE asks six questions of each photo: eight reach two photos, so intervals have two units
 
 
 @pytest.fixture(autouse=True)
