@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from halluscope.claims.nltk_data import nltk_data_installed
+
 __all__ = ["BUILDS", "TAGGERS", "CaptionWords", "nltk_tagger_ready", "nltk_tokenizer_ready"]
 
 BUILDS = ("wordnet", "singularize")
@@ -48,24 +50,12 @@ _lock = threading.Lock()
 
 def nltk_tokenizer_ready() -> bool:
     """Whether NLTK's trained English sentence splitter (``punkt_tab``) is installed."""
-    try:
-        import nltk
-
-        nltk.data.find("tokenizers/punkt_tab/english/")
-    except (ImportError, LookupError):
-        return False
-    return True
+    return nltk_data_installed("tokenizers/punkt_tab/english/")
 
 
 def nltk_tagger_ready() -> bool:
     """Whether NLTK's English part-of-speech model (``averaged_perceptron_tagger_eng``) is installed."""
-    try:
-        import nltk
-
-        nltk.data.find("taggers/averaged_perceptron_tagger_eng/")
-    except (ImportError, LookupError):
-        return False
-    return True
+    return nltk_data_installed("taggers/averaged_perceptron_tagger_eng/")
 
 
 def _perceptron_available() -> bool:

@@ -94,7 +94,7 @@ class Selection:
 
 def every_sample(benchmark: Benchmark) -> Selection:
     """Every sample of ``benchmark``, in its own order: the selection of a run with no ``--limit``."""
-    return Selection(tuple(benchmark.samples()))
+    return Selection(benchmark.every_sample())
 
 
 def first_samples(benchmark: Benchmark, limit: int | None) -> Selection:
