@@ -279,6 +279,12 @@ class Benchmark(ABC):
             kept = self.__dict__["_every_sample"] = tuple(self.samples())
         return kept
 
+    def sample_ids(self) -> list[str]:
+        """Every sample id, in order. Benchmarks whose samples cost more to build than their ids (HQH parses
+        each image's regions) override it: a run needs every id (answers to samples past ``--limit`` are not
+        unknown) but only the selected samples."""
+        return [sample.id for sample in self.every_sample()]
+
     def _counted(self, samples: Sequence[Sample] | None) -> Sequence[Sample]:
         """What :meth:`spec` and :meth:`uses_stage` count over: the run's selection, else every sample."""
         return self.every_sample() if samples is None else samples

@@ -58,7 +58,7 @@ def known_sample_ids(bench: Benchmark) -> set[str]:
     """Every id of the whole benchmark (before ``--limit`` selects some): an answer to a sample outside the
     selection belongs to the benchmark, so it is not reported as an unknown id."""
     try:
-        return {s.id for s in bench.every_sample()}
+        return set(bench.sample_ids())
     except (ValueError, OSError) as error:
         raise EvaluationError(str(error)) from error
 
