@@ -3,9 +3,11 @@ data is installed does not import NLTK when the data is not there, and the answe
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +74,78 @@ def _env() -> dict[str, str]:
     import os
 
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+
+
+def _pope_run(tmp_path: Path) -> tuple[Any, Path, Path]:
+    """A finished POPE run on the excerpt, a tenth of its samples unanswered (redone on every re-run)."""
+    from halluscope.benchmarks import BENCHMARKS
+    from halluscope.runs.runner import run_benchmark
+    from halluscope.types import Response
+    from tests.paths import POPE_EXCERPT
+
+    bench = BENCHMARKS.create("pope", data=POPE_EXCERPT)
+    samples = bench.every_sample()
+    answers = {s.id: Response(id=s.id, response=["Yes", "No"][i % 2]) for i, s in enumerate(samples) if i % 10}
+    out = tmp_path / "run"
+    run_benchmark(bench, answers, _ctx(), out, show_progress=False)
+    return (bench, answers), out, out / "metrics.json"
+
+
+def test_a_finished_run_reads_its_metrics_back_and_recomputes_when_an_input_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+
+    from halluscope.runs.runner import run_benchmark
+
+    (bench, answers), out, metrics = _pope_run(tmp_path)
+    # The first re-run redoes the unanswered samples, which moves their records to the end of the log: its
+    # metrics are computed again, from then on the log stays as it is.
+    run_benchmark(bench, answers, _ctx(), out, show_progress=False)
+    first = metrics.read_bytes()
+    tables = (out / "metric_tables.json").read_bytes()
+    computed: list[int] = []
+    kind = type(bench)
+    original = kind.metrics
+    monkeypatch.setattr(kind, "metrics", lambda self, records: computed.append(1) or original(self, records))
+
+    report = run_benchmark(bench, answers, _ctx(), out, show_progress=False)
+    assert computed == [] and metrics.read_bytes() == first and (out / "metric_tables.json").read_bytes() == tables
+    assert json.loads(report.model_dump_json()) == json.loads(first)
+
+    metrics.write_text(first.decode().replace('"pope"', '"edited"', 1))  # a hand-edited metrics.json
+    run_benchmark(bench, answers, _ctx(), out, show_progress=False)
+    assert computed == [1] and metrics.read_bytes() == first
+
+    changed = dict(answers)
+    first_id = next(iter(changed))
+    changed[first_id] = changed[first_id].model_copy(update={"response": "I cannot tell."})
+    run_benchmark(bench, changed, _ctx(), out, show_progress=False)
+    assert computed == [1, 1] and metrics.read_bytes() != first
+
+    run_benchmark(bench, answers, _ctx(), out, show_progress=False, settings=_level(0.9))
+    assert computed == [1, 1, 1]
+    assert json.loads(metrics.read_text())["intervals"]["f1"]["level"] == 0.9
+
+
+def _ctx() -> Any:
+    from halluscope.cache import Cache
+    from halluscope.stages import ScoringContext
+
+    return ScoringContext(cache=Cache(None))
+
+
+def _level(level: float) -> Any:
+    from halluscope.runs.runner import RunSettings
+
+    return RunSettings(interval_level=level)
+
+
+def test_a_rerun_of_a_finished_run_does_not_import_numpy(tmp_path: Path) -> None:
+    _pope_run(tmp_path)
+    _pope_run(tmp_path)  # the log settles (see above)
+    code = (
+        "import sys; from tests.test_rerun_fast import _pope_run; from pathlib import Path; "
+        f"_pope_run(Path({str(tmp_path)!r})); print('numpy' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_env())
+    assert done.stdout.split()[-1] == "False"
