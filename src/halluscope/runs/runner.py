@@ -2,7 +2,8 @@
 
 Re-running the same command continues where the last run stopped: records already in ``samples.jsonl``
 are kept, unless they failed (missing response, extractor or judge error) or their response text changed,
-in which case they are redone. A run with nothing left to do only recomputes ``metrics.json``.
+in which case they are redone. A run with nothing left to do only writes ``metrics.json``, and reads the last
+one back when the log, spec, interval level and code it was computed from are unchanged (:mod:`.finished`).
 
 Nothing fails silently (docs/failures.md):
 
