@@ -330,9 +330,28 @@ class BenchmarkInterface(ABC):
     def samples(self) -> Iterator[Sample]:
         """Every sample, in the benchmark's own order, with stable ids."""
 
+    def every_sample(self) -> tuple[Sample, ...]:
+        """Every sample, as :meth:`samples` gives them, walked once and kept.
+
+        Why: a run reads the whole benchmark several times (the selection, the ids an answers file may name,
+        the questions an importer compares), and building POPE's 8,910 samples takes a good part of a
+        re-run's second. Samples are records of the benchmark's files and options, which do not change
+        after it is made, so one walk serves them all. Callers must not change the samples.
+        """
+        kept: tuple[Sample, ...] | None = self.__dict__.get("_every_sample")
+        if kept is None:
+            kept = self.__dict__["_every_sample"] = tuple(self.samples())
+        return kept
+
+    def sample_ids(self) -> list[str]:
+        """Every sample id, in order. Benchmarks whose samples cost more to build than their ids (HQH parses
+        each image's regions) override it: a run needs every id (answers to samples past ``--limit`` are not
+        unknown) but only the selected samples."""
+        return [sample.id for sample in self.every_sample()]
+
     def _counted(self, samples: Sequence[Sample] | None) -> Sequence[Sample]:
         """What :meth:`spec` and :meth:`uses_stage` count over: the run's selection, else every sample."""
-        return list(self.samples()) if samples is None else samples
+        return self.every_sample() if samples is None else samples
 
     def scene(self, sample: Sample) -> SceneGraph | None:
         """The scene graph of the sample's image, when the benchmark has one."""

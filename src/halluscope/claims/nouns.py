@@ -16,6 +16,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from halluscope.claims.nltk_data import nltk_data_installed
+
 __all__ = ["NounExtractor", "lemmatize_noun"]
 
 _lock = threading.Lock()
@@ -30,14 +32,9 @@ def lemmatize_noun(word: str) -> str:
 
 
 def _nltk_ready() -> bool:
-    try:
-        import nltk
-
-        nltk.data.find("tokenizers/punkt_tab/english/")
-        nltk.data.find("taggers/averaged_perceptron_tagger_eng/")
-    except (ImportError, LookupError):
-        return False
-    return True
+    return nltk_data_installed("tokenizers/punkt_tab/english/") and nltk_data_installed(
+        "taggers/averaged_perceptron_tagger_eng/"
+    )
 
 
 class NounExtractor:

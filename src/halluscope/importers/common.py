@@ -76,7 +76,7 @@ class Matcher:
     def prompts(self) -> dict[str, str]:
         """Each sample's question, by id (read once, on the first row that needs it)."""
         if self._prompts is None:
-            self._prompts = {s.id: s.prompt for s in self.benchmark.samples()}
+            self._prompts = {s.id: s.prompt for s in self.benchmark.every_sample()}
         return self._prompts
 
     def match(self, fields: Mapping[str, Any]) -> str | None:

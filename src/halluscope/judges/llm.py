@@ -95,6 +95,15 @@ PROMPT_VERSION = hashlib.sha256(
     (SYSTEM_PROMPT + CONTEXT_PROMPT + PER_CLAIM_PROMPT + BATCHED_PROMPT).encode("utf-8")
 ).hexdigest()[:12]
 
+#: The per-claim reply's two forms, as a llama.cpp grammar: sent to the packaged local model only
+#: (:attr:`~halluscope.llm.client.ChatClient.takes_grammar`), whose reply then ends with the verdict, within
+#: a dozen tokens, instead of running on to ``max_tokens`` after it. The form is the one the prompt asks for,
+#: so a model that follows the prompt gives the same verdict with it as without.
+PER_CLAIM_GRAMMAR = (
+    'root ::= "Verdict: supported" | "Verdict: unsupported\\nUnsupported part: " part\n'
+    'part ::= "object1" | "object2" | "relation"\n'
+)
+
 MODES = ("per-claim", "batched")
 
 #: Default reply budgets: the per-claim answer is two short lines; a batched answer grows with the claims.
@@ -292,6 +301,8 @@ class LLMJudge(Judge):
             "prompt": PROMPT_VERSION,
             "max_tokens": self.max_tokens,
             **({"json_mode": self.json_mode} if self.mode == "batched" else {}),
+            # The packaged local model's per-claim replies are held to the verdict's form (PER_CLAIM_GRAMMAR).
+            **({"reply_grammar": True} if self.mode == "per-claim" and self.client.takes_grammar else {}),
         }
 
     # -- messages ----------------------------------------------------------------------------------
@@ -314,6 +325,7 @@ class LLMJudge(Judge):
             self.per_claim_messages(scene, claim),
             temperature=0.0,
             max_tokens=self.max_tokens or PER_CLAIM_MAX_TOKENS,
+            grammar=PER_CLAIM_GRAMMAR,
             keep=lambda reply: parse_per_claim_reply(reply.text).label != VerdictLabel.UNJUDGED,
         )
         return parse_per_claim_reply(result.text), result.finish_reason

@@ -175,6 +175,7 @@ DEFAULT_MAX_TOKENS = 200
 RATING_FIRST_MAX_TOKENS = 24
 
 
+
 def render_prompt(item: MMHalItem, *, rating_first: bool = False) -> str:
     """The user message for one answer."""
     answer = item.answer
@@ -203,7 +204,8 @@ class CallStats:
 class MMHalLLMJudge(MMHalJudge):
     """``mmhal-llm``. Options: those of every LLM stage (:class:`~halluscope.llm.stage.LLMStageOptions`;
     ``timeout_s`` 120 by default, ``max_tokens`` 200, 24 with ``rating_first``), ``rating_first`` (ask for
-    the rating before the reason: much faster on a small local model), ``cache``.
+    the rating before the reason: much faster on a small local model; the default on the packaged local
+    model), ``cache``.
     """
 
     name = "mmhal-llm"
@@ -214,19 +216,22 @@ class MMHalLLMJudge(MMHalJudge):
         model: str | None = None,
         base_url: str | None = None,
         api_key_env: str | None = None,
-        rating_first: bool | str = False,
+        rating_first: bool | str | None = None,
         cache: Cache | None = None,
         **options: Any,
     ) -> None:
         given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
         self.options, _ = LLMStageOptions.split("judge 'mmhal-llm'", given, ("rating_first",), timeout_s=120.0)
+        self.client = llm_stage_client("judge 'mmhal-llm'", self.options, cache=cache)
         if isinstance(rating_first, str):
             rating_first = rating_first.strip().lower() in ("1", "true", "yes")
-        self.rating_first = rating_first
-        default_tokens = RATING_FIRST_MAX_TOKENS if rating_first else DEFAULT_MAX_TOKENS
+        # Unset: rating first on the packaged local model, whose reasons cost seconds a token at a time (the
+        # judge as measured against hand labels, judges/data/agreement.py: its identity is kept as measured,
+        # so no grammar is added to its requests).
+        self.rating_first = self.client.takes_grammar if rating_first is None else rating_first
+        default_tokens = RATING_FIRST_MAX_TOKENS if self.rating_first else DEFAULT_MAX_TOKENS
         self.max_tokens = self.options.max_tokens or default_tokens
         self.stats = CallStats()
-        self.client = llm_stage_client("judge 'mmhal-llm'", self.options, cache=cache)
 
     def identity(self) -> dict[str, Any]:
         return {

@@ -330,6 +330,12 @@ class ChatClient:
         return {"model": self.model, "base_url": sorted(keyed)}
 
     @property
+    def takes_grammar(self) -> bool:
+        """Whether every endpoint is the packaged llama.cpp server (named ``local:...``), which reads a
+        ``grammar`` field."""
+        return bool(self.base_urls) and all(_ENDPOINT_NAMES.get(u, "").startswith("local:") for u in self.base_urls)
+
+    @property
     def endpoints_label(self) -> str:
         """The endpoints for messages: the URL, or ``N endpoints (a, b, ...)``."""
         if len(self.base_urls) == 1:
@@ -398,6 +404,7 @@ class ChatClient:
         top_logprobs: int | None = None,
         json_mode: bool = False,
         stop: list[str] | None = None,
+        grammar: str | None = None,
         keep: Callable[[ChatResult], bool] | None = None,
     ) -> ChatResult:
         """One chat completion; ``messages`` are OpenAI-format (content: a string or text/image_url parts).
@@ -406,6 +413,9 @@ class ChatClient:
         token's); ``json_mode`` asks the server for a JSON object (``response_format``). ``keep`` says
         whether a reply is worth caching (a judge's reply that does not parse is not: the next run asks
         again instead of reading the same useless reply back); a cached reply it refuses is asked again.
+        ``grammar`` (a llama.cpp GBNF grammar) holds the reply to the form a stage reads; it is sent only to
+        the packaged llama.cpp server (:attr:`takes_grammar`), since other endpoints refuse fields they do
+        not know, and a request without it is the request made before grammars existed (same cache key).
         Raises an :class:`LLMError` subclass on failure.
         """
         payload: dict[str, Any] = {
@@ -424,6 +434,8 @@ class ChatClient:
             payload["response_format"] = {"type": "json_object"}
         if stop:
             payload["stop"] = list(stop)
+        if grammar and self.takes_grammar:
+            payload["grammar"] = grammar
 
         key: str | None = None
         if self.cache is not None:

@@ -2,7 +2,8 @@
 
 Re-running the same command continues where the last run stopped: records already in ``samples.jsonl``
 are kept, unless they failed (missing response, extractor or judge error) or their response text changed,
-in which case they are redone. A run with nothing left to do only recomputes ``metrics.json``.
+in which case they are redone. A run with nothing left to do only writes ``metrics.json``, and reads the last
+one back when the log, spec, interval level and code it was computed from are unchanged (:mod:`.finished`).
 
 Nothing fails silently (docs/failures.md):
 
@@ -40,6 +41,7 @@ from halluscope.gcpause import gc_frozen
 from halluscope.jsonio import write_json_atomic
 from halluscope.metrics.stats.interval import DEFAULT_LEVEL
 from halluscope.redact import mask_data
+from halluscope.runs.finished import FinishedMetrics, finished_key, forget_metrics, remember_metrics
 from halluscope.runs.images import name_refused_images
 from halluscope.runs.interrupt import run_async
 from halluscope.runs.progress import NullProgress, ProgressSink, make_progress
@@ -47,6 +49,7 @@ from halluscope.runs.selection import Selection, every_sample
 from halluscope.runs.store import (
     METRICS_FILE,
     TABLES_FILE,
+    RecordScan,
     RecordWriter,
     holding_run_dir,
     read_records,
@@ -242,16 +245,19 @@ async def run_benchmark_async(
     out_dir = Path(out_dir)
     selection = selection if selection is not None else every_sample(benchmark)
     with holding_run_dir(out_dir):
-        start_run(out_dir, build_spec(benchmark, selection, ctx, spec_extra), overwrite=settings.overwrite)
+        spec = start_run(out_dir, build_spec(benchmark, selection, ctx, spec_extra), overwrite=settings.overwrite)
         samples = list(selection.samples())
         wanted = {s.id for s in samples}
         scan = scan_records(out_dir)
         kept = [r for r in scan.records if r.id in wanted and _is_done(r, responses)]
         done = {r.id for r in kept}
         pending = [s for s in samples if s.id not in done]
-        if pending or scan.corrupt or scan.torn or len(kept) < len(scan.records):
+        finished = FinishedMetrics.read(out_dir)
+        changed = bool(pending or scan.corrupt or scan.torn or len(kept) < len(scan.records))
+        if changed:
             rewrite_records(out_dir, kept)
             # The run changes: its last metrics would describe records that are gone or not yet there.
+            forget_metrics(out_dir)
             (out_dir / METRICS_FILE).unlink(missing_ok=True)
             (out_dir / TABLES_FILE).unlink(missing_ok=True)
         # The samples and responses stay alive throughout: the collector need not walk them again and again.
@@ -260,22 +266,39 @@ async def run_benchmark_async(
                 benchmark, pending, responses, ctx, out_dir, progress or NullProgress(),
                 total=len(samples), largest=max(1, settings.chunk_size), model_failures=model_failures,
             )  # fmt: skip
-            records = read_records(out_dir)
-            report = benchmark.metrics(records)
-            # One build of the tables serves the intervals, the saved tables and the judge correction.
-            tables = benchmark.metric_tables(records) if benchmark.metric_declarations() else {}
-            report.intervals, report.group_intervals = headline_intervals(
-                benchmark, records, settings.interval_level, out_dir, tables=tables
-            )
-            report.judge_error = _judge_error(benchmark, records, tables, ctx, settings.interval_level)
-        report.counts["corrupt_log_lines"] = len(scan.corrupt)
-        if scan.corrupt:
-            report.details["corrupt_log_lines"] = [
-                {"line": c.number, "id": c.id, "problem": c.problem} for c in scan.corrupt
-            ]
-        report.counts["stage_failures"] = sum(1 for r in records if is_stage_failure(r))
-        write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
+            key = finished_key(out_dir, spec, settings.interval_level)
+            # A run that ends with the log, spec and code of its last metrics.json reads it back.
+            report = finished.reuse(out_dir, key) if finished is not None else None
+            records = scan.records if report is not None and not changed else read_records(out_dir)
+            if report is None:
+                report = _measure(benchmark, records, ctx, settings.interval_level, out_dir, scan)
+                write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
+                remember_metrics(out_dir, key)
     _check_outcome(records, report, settings.max_failure_share)
+    return report
+
+
+def _measure(
+    benchmark: Benchmark,
+    records: list[SampleRecord],
+    ctx: ScoringContext,
+    level: float,
+    out_dir: Path,
+    scan: RecordScan,
+) -> MetricsReport:
+    """``metrics.json``'s report of ``records``: the benchmark's metrics, the declared intervals (the tables
+    they read saved beside it), the judge's error and the run's own counts."""
+    report = benchmark.metrics(records)
+    # One build of the tables serves the intervals, the saved tables and the judge correction.
+    tables = benchmark.metric_tables(records) if benchmark.metric_declarations() else {}
+    report.intervals, report.group_intervals = headline_intervals(benchmark, records, level, out_dir, tables=tables)
+    report.judge_error = _judge_error(benchmark, records, tables, ctx, level)
+    report.counts["corrupt_log_lines"] = len(scan.corrupt)
+    if scan.corrupt:
+        report.details["corrupt_log_lines"] = [
+            {"line": c.number, "id": c.id, "problem": c.problem} for c in scan.corrupt
+        ]
+    report.counts["stage_failures"] = sum(1 for r in records if is_stage_failure(r))
     return report
 
 

@@ -96,7 +96,7 @@ class Selection:
 
 def every_sample(benchmark: BenchmarkInterface) -> Selection:
     """Every sample of ``benchmark``, in its own order: the selection of a run with no ``--limit``."""
-    return Selection(tuple(benchmark.samples()))
+    return Selection(benchmark.every_sample())
 
 
 def first_samples(benchmark: BenchmarkInterface, limit: int | None) -> Selection:

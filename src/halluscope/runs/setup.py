@@ -59,7 +59,7 @@ def known_sample_ids(bench: BenchmarkInterface) -> set[str]:
     """Every id of the whole benchmark (before ``--limit`` selects some): an answer to a sample outside the
     selection belongs to the benchmark, so it is not reported as an unknown id."""
     try:
-        return {s.id for s in bench.samples()}
+        return set(bench.sample_ids())
     except (ValueError, OSError) as error:
         raise EvaluationError(str(error)) from error
 
@@ -168,7 +168,7 @@ def read_responses_for_run(
         named = str(path) in message or path.name in message
         raise EvaluationError(message if named else f"{path}: {message}") from error
     # A file that defines its own items (a VLMEvalKit POPE sheet) is measured on those.
-    chosen = loaded.items if loaded.items else (bench if selected is None else selected).samples()
+    chosen = loaded.items if loaded.items else (bench.every_sample() if selected is None else selected.items)
     selected_ids = {s.id for s in chosen}
     if not any(sample_id in selected_ids for sample_id in loaded.responses):
         if not loaded.responses:

@@ -231,8 +231,10 @@ class RecordWriter:
 
 #: Spec fields that must match for a run directory to be resumed rather than refused.
 IDENTITY_FIELDS = ("benchmark", "extractor", "judge", "model", "responses")
+#: What a finished run's metrics were computed from (:mod:`halluscope.runs.finished`).
+METRICS_KEY_FILE = "metrics.key"
 #: What scoring writes in a run directory (removed by ``overwrite``).
-RUN_FILES = (SPEC_FILE, SAMPLES_FILE, METRICS_FILE, TABLES_FILE)
+RUN_FILES = (SPEC_FILE, SAMPLES_FILE, METRICS_FILE, TABLES_FILE, METRICS_KEY_FILE)
 
 
 @contextlib.contextmanager

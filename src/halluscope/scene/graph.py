@@ -48,12 +48,8 @@ class SceneGraph:
     """
 
     def __init__(self, image_id: str | None = None) -> None:
-        # Imported here: networkx takes ~0.15 s to import, and every CLI command that loads a benchmark
-        # would pay it, scene graphs or not (Reefknot's and POPE's runs build none).
-        import networkx
-
         self.image_id = image_id
-        self.graph: nx.DiGraph = networkx.DiGraph()
+        self._graph: nx.DiGraph | None = None
         #: Object names as the source lists them, duplicates kept (GQA's ``all_object``).
         self.object_names: list[str] = []
         #: Reference facts as the source wrote them (Tri-HE's raw triplet strings), in order.
@@ -64,6 +60,24 @@ class SceneGraph:
         self.caption: str | None = None
         #: Region descriptions, when the source has them (HQH / Visual Genome).
         self.regions: list[Region] = []
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The entities and relations, made on first use.
+
+        Why not in ``__init__``: networkx takes 0.15-0.4 s to import, and many scenes never hold an entity
+        (HQH's are a caption and region descriptions), so a run that only reads those, or re-runs a finished
+        run, need not import it at all.
+        """
+        if self._graph is None:
+            import networkx
+
+            self._graph = networkx.DiGraph()
+        return self._graph
+
+    @graph.setter
+    def graph(self, value: nx.DiGraph) -> None:
+        self._graph = value
 
     # -- building -------------------------------------------------------------------------------------
 

@@ -1,0 +1,157 @@
+"""The packaged local LLM judges, the old way and the new way, on one fixed sample in one run: seconds per item
+and how many verdicts differ.
+
+Old way (halluscope before issue 33, what ``--judge-model local`` did): MMHal-Bench's judge asks for reasons
+first and a ``Rating: N`` line at the end (up to 200 tokens); Tri-HE's per-claim judge lets the reply run on
+to 100 tokens after its verdict line. New way: MMHal-Bench's rating first and one short sentence (up to 24
+tokens; the judge measured against hand labels in ``judges/data/agreement.json``); Tri-HE's reply held by a
+llama.cpp grammar to the two verdict forms its prompt asks for. Both ways: one llama.cpp server (the
+packaged Qwen2.5-Coder-1.5B GGUF, started as ``--judge-model local`` starts it), one request at a time, so
+consecutive prompts share their cached prefix (the fixed instructions come first in every prompt), and no
+halluscope cache (every call is made).
+
+The sample: the first ``--mmhal`` of LLaVA-7B's 96 released MMHal-Bench answers, and the first ``--claims``
+claims of the hand-labelled real Tri-HE answers (``halluscope.calibration.real``), in their order.
+
+    python bench/local_judge_speed.py [--mmhal 8] [--claims 24] [--only mmhal,tri-he] [--out FILE.json]
+
+Printed: the load average before and after, then for each judge and way the items, seconds per item, replies
+without a verdict, and the items whose verdict differs between the two ways (listed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.paths import MMHAL_DIR, TRI_HE_JSON  # noqa: E402
+
+from halluscope.cache import Cache  # noqa: E402
+from halluscope.stages import Failure, JudgeItem  # noqa: E402
+from halluscope.types import VerdictLabel  # noqa: E402
+
+
+def mmhal_items(count: int) -> list[Any]:
+    from halluscope.benchmarks import BENCHMARKS
+    from halluscope.judges.mmhal import MMHalItem
+
+    bench = BENCHMARKS.create("mmhal", data=MMHAL_DIR)
+    answers = bench.read_responses(MMHAL_DIR / "responses" / "llava_7b.json").responses
+    items = []
+    for sample in bench.every_sample():
+        answer = answers.get(sample.id)
+        if answer is None or not answer.response.strip():
+            continue
+        items.append(MMHalItem(
+            sample_id=sample.id, question_type=str(sample.metadata["question_type"]), question=sample.prompt,
+            reference=sample.reference or "", image_content=list(sample.metadata.get("image_content") or []),
+            answer=answer.response,
+        ))  # fmt: skip
+    return items[:count]
+
+
+def tri_he_items(count: int) -> list[JudgeItem]:
+    from halluscope.benchmarks.tri_he import TriHE
+    from halluscope.calibration.real import load_real_set
+
+    bench = TriHE(data=TRI_HE_JSON)
+    samples = {(s.image_id, int(s.metadata["question_index"])): s for s in bench.every_sample()}
+    items, total = [], 0
+    for real in load_real_set():
+        sample = samples.get((real.image_id, real.question_index))
+        scene = bench.scene(sample) if sample is not None else None
+        if sample is None or scene is None or total >= count:
+            continue
+        claims = [c.claim() for c in real.claims][: count - total]
+        total += len(claims)
+        items.append(JudgeItem(sample.id, claims, scene, question=sample.prompt, response=real.answer))
+    return items
+
+
+async def judge_mmhal(items: list[Any], common: dict[str, Any], new: bool) -> list[Any]:
+    from halluscope.judges.mmhal import MMHalLLMJudge
+
+    judge = MMHalLLMJudge(**common, rating_first=None if new else False)
+    try:
+        return [None if isinstance(r, Failure) else r.rating for r in await judge.rate_answers(items)]
+    finally:
+        await judge.aclose()
+
+
+async def judge_tri_he(items: list[JudgeItem], common: dict[str, Any], new: bool) -> list[Any]:
+    import halluscope.judges.llm as llm
+
+    grammar = llm.PER_CLAIM_GRAMMAR
+    llm.PER_CLAIM_GRAMMAR = grammar if new else None  # type: ignore[assignment]  # the old way: no grammar
+    judge = llm.LLMJudge(mode="per-claim", **common)
+    out: list[Any] = []
+    try:
+        for item in items:
+            verdicts = await judge.judge_item(item)
+            if isinstance(verdicts, Failure):
+                out += [None] * len(item.claims)
+            else:
+                out += [None if v.label == VerdictLabel.UNJUDGED else v.label.value for v in verdicts]
+    finally:
+        llm.PER_CLAIM_GRAMMAR = grammar  # type: ignore[assignment]
+        await judge.aclose()
+    return out
+
+
+def compare(name: str, unit: str, count: int, runs: dict[str, tuple[list[Any], float]]) -> dict[str, Any]:
+    (old, old_s), (new, new_s) = runs["old"], runs["new"]
+    differ = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+    row = {
+        "judge": name, "unit": unit, "items": count,
+        "old_s_per_item": round(old_s / count, 2), "new_s_per_item": round(new_s / count, 2),
+        "old_unjudged": old.count(None), "new_unjudged": new.count(None),
+        "differ": len(differ), "differences": [(i, old[i], new[i]) for i in differ], "old": old, "new": new,
+    }  # fmt: skip
+    print(f"{name}: {count} {unit}s, old {row['old_s_per_item']} s/{unit}, new {row['new_s_per_item']} s/{unit}; "
+          f"unjudged old {row['old_unjudged']} new {row['new_unjudged']}; verdicts differing: {len(differ)}"
+          f" {row['differences']}", flush=True)  # fmt: skip
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mmhal", type=int, default=8, help="MMHal-Bench answers")
+    parser.add_argument("--claims", type=int, default=24, help="Tri-HE claims")
+    parser.add_argument("--only", default="tri-he,mmhal")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    from halluscope.llm.local import LocalLLM
+
+    print(f"load average {os.getloadavg()}", flush=True)
+    rows = []
+    with LocalLLM() as local:
+        server = local.server()  # started before the clock: both ways share it
+        common = {"model": server.model, "base_url": server.base_url, "concurrency": 1, "timeout_s": 900.0,
+                  "cache": Cache(None)}  # fmt: skip
+        cases = {"mmhal": (mmhal_items(args.mmhal), judge_mmhal, "answer"),
+                 "tri-he": (tri_he_items(args.claims), judge_tri_he, "claim")}  # fmt: skip
+        for name in args.only.split(","):
+            items, judge, unit = cases[name]
+            count = len(items) if unit == "answer" else sum(len(i.claims) for i in items)
+            runs = {}
+            for way in ("old", "new"):
+                began = time.perf_counter()
+                verdicts = asyncio.run(judge(items, common, way == "new"))
+                runs[way] = (verdicts, time.perf_counter() - began)
+            rows.append(compare(name, unit, count, runs))
+    print(f"load average {os.getloadavg()}", flush=True)
+    if args.out:
+        args.out.write_text(json.dumps({"load_after": os.getloadavg(), "judges": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
