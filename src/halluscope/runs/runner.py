@@ -279,7 +279,7 @@ async def run_benchmark_async(
 
 
 def _measure(
-    benchmark: Benchmark,
+    benchmark: BenchmarkInterface,
     records: list[SampleRecord],
     ctx: ScoringContext,
     level: float,
