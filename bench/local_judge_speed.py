@@ -82,7 +82,7 @@ async def judge_mmhal(items: list[Any], common: dict[str, Any], new: bool) -> li
 
     judge = MMHalLLMJudge(**common, rating_first=None if new else False)
     try:
-        return [None if isinstance(r, Failure) else r.rating for r in await judge.rate_answers(items)]
+        return [None if isinstance(r, Failure) else r.rating for r in await judge.grade_many(items)]
     finally:
         await judge.aclose()
 

@@ -54,7 +54,7 @@ def test_mmhal_rates_first_on_the_packaged_server_unless_told(scripted_server: S
     with named_endpoint(scripted_server.base_url, LOCAL_ENDPOINT):
         local = MMHalLLMJudge(model=PACKAGED_MODEL_NAME, base_url=scripted_server.base_url, cache=Cache(None))
         told = MMHalLLMJudge(model="m", base_url=scripted_server.base_url, rating_first="false", cache=Cache(None))
-        ratings = asyncio.run(local.rate_answers([ITEM]))
+        ratings = asyncio.run(local.grade_many([ITEM]))
         # The judge as measured against hand labels (judges/data/agreement.json): the same identity.
         assert measured_agreement(local.identity(), "rating") is not None
     assert local.rating_first and local.max_tokens == 24 and local.identity()["rating_first"] is True
