@@ -2,8 +2,8 @@
 
 What a user notices: every benchmark runs for every model into its own run folder; running the same command
 again asks the model nothing; a benchmark whose data is missing fails in one line while the others finish,
-and the command exits non-zero; two models give one leaderboard, each headline with its figure (no interval over one photo) and the
-second model's difference from the first.
+and the command exits non-zero; two models give one leaderboard, each headline with its figure (no interval
+over one photo) and the second model's difference from the first.
 """
 
 from __future__ import annotations
