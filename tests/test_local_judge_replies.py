@@ -71,7 +71,15 @@ def test_the_forms_the_grammars_allow_are_read_as_verdicts() -> None:
         assert verdict.label == VerdictLabel.HALLUCINATED and verdict.error is not None
 
 
-def test_the_real_llama_cpp_parses_the_grammars() -> None:
-    from llama_cpp import LlamaGrammar
+def test_the_real_llama_cpp_server_holds_the_reply_to_the_grammar(llama_server: str) -> None:
+    """The packaged model on the real llama.cpp server, asked with the grammar, replies in one of its forms."""
+    import httpx
 
-    assert LlamaGrammar.from_string(PER_CLAIM_GRAMMAR, verbose=False) is not None
+    body = {
+        "model": PACKAGED_MODEL_NAME, "temperature": 0, "max_tokens": 24, "grammar": PER_CLAIM_GRAMMAR,
+        "messages": [{"role": "user", "content": "Is the claim (cup, on, table) supported? Answer with a verdict."}],
+    }  # fmt: skip
+    reply = httpx.post(f"{llama_server}/chat/completions", json=body, timeout=600).json()
+    text = reply["choices"][0]["message"]["content"]
+    assert text.startswith("Verdict: "), text
+    assert parse_per_claim_reply(text).label in (VerdictLabel.SUPPORTED, VerdictLabel.HALLUCINATED), text
