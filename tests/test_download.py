@@ -1,22 +1,28 @@
-"""The one download loop the benchmark loaders share: mirrors tried in order, atomic write, errors kept."""
+"""The one fetch loop the benchmark loaders share: mirrors tried in order, verified, written atomically."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
-from halluscope.download import fetch_first
+import pytest
+
+from halluscope.download import FetchError, RemoteFile, fetch_file
 
 
 def test_first_mirror_that_answers_is_written_and_failures_are_named(tmp_path: Path) -> None:
     source = tmp_path / "official.json"
     source.write_text('{"ok": true}', encoding="utf-8")
     missing = (tmp_path / "gone.json").as_uri()
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
     target = tmp_path / "cache" / "data.json"
-    assert fetch_first(target, [missing, source.as_uri()]) == []
+    fetch_file(RemoteFile("data.json", (missing, source.as_uri()), source.stat().st_size, digest), target)
     assert target.read_text(encoding="utf-8") == '{"ok": true}'
     assert not (tmp_path / "cache" / "data.json.part").exists()
 
     other = tmp_path / "cache" / "other.json"
-    errors = fetch_first(other, [missing, missing])
-    assert len(errors) == 2 and all(missing in e for e in errors)
+    with pytest.raises(FetchError) as caught:
+        fetch_file(RemoteFile("other.json", (missing, missing + "?again")), other)
+    message = str(caught.value)
+    assert "\n" not in message and message.count(missing) == 2
     assert not other.exists()

@@ -28,12 +28,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.benchmarks._download import ensure_data
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.closed import (
     ClosedDataError,
     check_mode,
     check_prompt,
-    download_files,
     yes_no_record,
 )
 from halluscope.benchmarks.images import (
@@ -45,7 +45,7 @@ from halluscope.benchmarks.images import (
     locate_image,
 )
 from halluscope.benchmarks.yes_no import yes_no_declarations, yes_no_table
-from halluscope.cache import default_cache_dir
+from halluscope.download import ByHand, DataSet, github_files
 from halluscope.jsonio import loads_json
 from halluscope.metrics.amber import dimension_of
 from halluscope.options import BenchmarkOption
@@ -55,8 +55,29 @@ from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["Amber", "amber_declarations", "amber_paper_rule", "amber_table", "judge_description"]
 
-OFFICIAL_BASE = "https://raw.githubusercontent.com/junyangwang0410/AMBER/master/data/"
-_FILES = ("annotations.json", "query/query_all.json", "relation.json", "safe_words.txt")
+#: What scoring reads of AMBER's ``data/`` folder, at the commit the shared copies come from.
+AMBER_DATA = DataSet(
+    name="amber",
+    title="AMBER",
+    files=github_files(
+        "junyangwang0410/AMBER",
+        ("534babf",),
+        "data/",
+        {
+            "annotations.json": (1813301, "db22a436c4836fbb295e60b4e80d519573077579fb7032f01b193c1bd022b797"),
+            "query/query_all.json": (1844750, "127680ae61f7d4a92d2f7f07a8deaec07f0689b194d2c7c0f41ead7bd2c5bcf5"),
+            "relation.json": (12699, "c4c1491e9bbc3209abc1888c12a1bf8413bdbab8a0d8be04b990a2e7680cf23e"),
+            "safe_words.txt": (57, "f92cf1123f4578a2630832fac3e6ac4de36212ea55859d3bed4fd233723f4043"),
+        },
+    ),
+    by_hand=(
+        ByHand(
+            "AMBER's photos (the image archive linked from its README)", "https://github.com/junyangwang0410/AMBER",
+            "images", "--bench-opt images=FOLDER",
+        ),
+    ),
+)  # fmt: skip
+_FILES = tuple(f.path for f in AMBER_DATA.files)
 _GROUPS = ("generative", "existence", "attribute", "relation")
 _GENERATIVE: dict[str, Any] = {"type": "generative"}
 #: Where an item's image is looked for under the ``images`` folder (the release unpacks into ``image/``).
@@ -82,8 +103,7 @@ def _group(kind: str) -> str:
 
 def _resolve(data: Path | None) -> Path:
     if data is None:
-        target = default_cache_dir() / "data" / "amber"
-        return download_files({f: OFFICIAL_BASE + f for f in _FILES}, target, "AMBER")
+        return ensure_data(AMBER_DATA)
     path = Path(data)
     if path.is_dir() and (path / "data" / "annotations.json").exists():
         path = path / "data"
@@ -222,6 +242,7 @@ class Amber(Benchmark):
         ProfileFigure("object", "generative", "CHAIR"),
     )
     title: ClassVar[str] = "AMBER"
+    data_sets: ClassVar[tuple[DataSet, ...]] = (AMBER_DATA,)
     headline_view: ClassVar[HeadlineView | None] = HeadlineView(
         "AMBER, as its README's table reads (generative CHAIR, Cover, Hal, Cog; discriminative Acc, P, R, F1)",
         (("CHAIR", "CHAIR"), ("Cover", "Cover"), ("Hal", "Hal"), ("Cog", "Cog"), ("accuracy", "Acc."),

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from halluscope import stages
+from halluscope.download import DataSet
 from halluscope.options import parse_declared
 from halluscope.responses import ResponsesFile, load_responses
 from halluscope.stages import ScoringContext
@@ -25,6 +26,10 @@ __all__ = ["Benchmark", "MetricsReport", "ScoringContext"]
 
 class Benchmark(stages.BenchmarkInterface):
     """One benchmark's data, scoring and metrics (see :class:`halluscope.stages.BenchmarkInterface`)."""
+
+    #: The official data, declared once in the benchmark's module: what ``halluscope data pull NAME`` and
+    #: ``eval --download`` fetch (the ``required`` ones) and what the loader fetches when ``--data`` is omitted.
+    data_sets: ClassVar[tuple[DataSet, ...]] = ()
 
     @classmethod
     def from_options(cls, data: Path | None = None, **options: Any) -> Self:

@@ -39,6 +39,7 @@ from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.closed import ClosedDataError
 from halluscope.benchmarks.images import locate_image
 from halluscope.claims.chair_words import BUILDS, TAGGERS
+from halluscope.download import ByHand, DataSet
 from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.metrics.chair_coco import (
     ChairVocabulary,
@@ -390,6 +391,19 @@ class Chair(Benchmark):
     name: ClassVar[str] = "chair"
     profile: ClassVar[tuple[ProfileFigure, ...]] = (ProfileFigure("object", "generative", "CHAIRi"),)
     title: ClassVar[str] = "CHAIR"
+    #: No official file to fetch: the ground truth is chair.py's pickled evaluator (or its JSON conversion).
+    data_sets: ClassVar[tuple[DataSet, ...]] = (
+        DataSet("chair-coco", "CHAIR", by_hand=(
+            ByHand(
+                "CHAIR's ground truth: coco2014_chair_gt.wordnet.json.gz, or chair.py's chair.pkl (docs/chair.md)",
+                "https://github.com/shikiw/OPERA", "", "--data FOLDER",
+            ),
+            ByHand(
+                "COCO val2014 photos", "https://cocodataset.org/#download (val2014.zip)", "images",
+                "--bench-opt images=FOLDER",
+            ),
+        )),
+    )  # fmt: skip
     headline_view: ClassVar[HeadlineView | None] = HeadlineView(
         "CHAIR, as chair.py prints it",
         (("CHAIRs", "CHAIRs"), ("CHAIRi", "CHAIRi"), ("Recall", "Recall"), ("Len", "Len")),

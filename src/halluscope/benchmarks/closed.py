@@ -8,7 +8,6 @@ fetching them (:mod:`halluscope.benchmarks._download`) and scoring one yes/no an
 
 from __future__ import annotations
 
-from halluscope.benchmarks._download import download_files
 from halluscope.benchmarks.data_files import BenchmarkDataError, read_json_rows
 from halluscope.benchmarks.yes_no import MODES, check_mode, check_prompt, yes_no_record
 
@@ -20,7 +19,6 @@ __all__ = [
     "ClosedDataError",
     "check_mode",
     "check_prompt",
-    "download_files",
     "read_json_rows",
     "yes_no_record",
 ]

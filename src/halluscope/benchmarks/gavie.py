@@ -34,6 +34,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.benchmarks._download import ensure_data
 from halluscope.benchmarks.base import Benchmark, ScoringContext
 from halluscope.benchmarks.images import (
     IMAGES_OPTION,
@@ -42,8 +43,7 @@ from halluscope.benchmarks.images import (
     image_spec,
     locate_image,
 )
-from halluscope.cache import default_cache_dir
-from halluscope.download import fetch_first
+from halluscope.download import ByHand, DataSet, github_files
 from halluscope.jsonio import loads_json
 from halluscope.judges.gavie import GavieGrade, GavieItem, GavieJudge, Region
 from halluscope.options import BenchmarkOption
@@ -53,9 +53,24 @@ from halluscope.types import Response, Sample, SampleRecord
 __all__ = ["Gavie", "GavieDataError", "read_regions"]
 
 FILE_NAME = "evaluation_set.json"
-OFFICIAL_URL = (
-    "https://raw.githubusercontent.com/FuxiaoLiu/LRV-Instruction/main/Evaluation/evaluation_set.json"
-)
+#: The instructions, at the commit the shared copy comes from; the region descriptions and photos are Visual
+#: Genome's, fetched by hand.
+GAVIE_DATA = DataSet(
+    name="gavie",
+    title="GAVIE",
+    files=github_files(
+        "FuxiaoLiu/LRV-Instruction",
+        ("0a5ab53",),
+        "Evaluation/",
+        {FILE_NAME: (102141, "86d54d1478b22d7a143b8ad7b6ba7d7a397e40d9f6c4ca7768c2107ce2733dc6")},
+    ),
+    by_hand=(
+        ByHand(
+            "Visual Genome's region descriptions (region_descriptions.json) and photos",
+            "https://homes.cs.washington.edu/~ranjay/visualgenome/api.html", "", "see docs/gavie.md",
+        ),
+    ),
+)  # fmt: skip
 #: Where Visual Genome keeps its photos, under the folder a user downloads.
 IMAGE_PLACES = ("", "VG_100K", "VG_100K_2")
 
@@ -80,15 +95,7 @@ def resolve_instructions(data: Path | None) -> Path:
         env = os.environ.get("HALLUSCOPE_GAVIE")
         if env:
             return resolve_instructions(Path(env))
-        target = default_cache_dir() / "data" / "gavie" / FILE_NAME
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            errors = fetch_first(target, [OFFICIAL_URL], timeout=120)
-            if errors:
-                raise GavieDataError(
-                    f"could not download GAVIE's {FILE_NAME} ({'; '.join(errors)}); pass --data"
-                )
-        return target
+        return ensure_data(GAVIE_DATA, error=GavieDataError, hint="pass --data") / FILE_NAME
     path = Path(data)
     if path.is_dir():
         path = path / FILE_NAME
@@ -142,6 +149,7 @@ class Gavie(Benchmark):
 
     name: ClassVar[str] = "gavie"
     title: ClassVar[str] = "GAVIE"
+    data_sets: ClassVar[tuple[DataSet, ...]] = (GAVIE_DATA,)
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         BenchmarkOption(
             "regions", "path", "Visual Genome's region_descriptions.json (or the official vg_annotation.json): "

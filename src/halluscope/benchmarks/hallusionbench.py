@@ -45,8 +45,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.benchmarks._download import ensure_data
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
-from halluscope.benchmarks.closed import ClosedDataError, check_prompt, download_files
+from halluscope.benchmarks.closed import ClosedDataError, check_prompt
 from halluscope.benchmarks.images import (
     IMAGES_OPTION,
     MISSING_IMAGES_OPTION,
@@ -57,7 +58,7 @@ from halluscope.benchmarks.images import (
     locate_image,
 )
 from halluscope.benchmarks.pope import PROMPTS
-from halluscope.cache import default_cache_dir
+from halluscope.download import ByHand, DataSet, github_files
 from halluscope.jsonio import loads_json
 from halluscope.judges.answers import parse_yes_no
 from halluscope.judges.hallusionbench import HallusionGrade, HallusionGrader, HallusionItem
@@ -68,7 +69,23 @@ from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = ["HallusionBench", "hallusion_fields_from_index", "hallusion_id"]
 
-OFFICIAL_URL = "https://raw.githubusercontent.com/tianyi-lab/HallusionBench/main/HallusionBench.json"
+#: The question file, at the commit the shared copy comes from; the figures are an archive fetched by hand.
+HALLUSIONBENCH_DATA = DataSet(
+    name="hallusionbench",
+    title="HallusionBench",
+    files=github_files(
+        "tianyi-lab/HallusionBench",
+        ("744007c",),
+        "",
+        {"HallusionBench.json": (431987, "ca6e0fb677dd56e5fb0e2700d06c58d01f8a6ae66e0f1773b2ac48c0a095d051")},
+    ),
+    by_hand=(
+        ByHand(
+            "the figures (hallusion_bench.zip, linked from its README)", "https://github.com/tianyi-lab/HallusionBench",
+            "images", "--bench-opt images=FOLDER",
+        ),
+    ),
+)  # fmt: skip
 _ID_FIELDS = ("category", "subcategory", "set_id", "figure_id", "question_id")
 _REQUIRED = (*_ID_FIELDS, "question", "gt_answer")
 
@@ -127,9 +144,7 @@ HALLUSION_DECLARATIONS = (
 
 def _resolve(data: Path | None) -> Path:
     if data is None:
-        target = default_cache_dir() / "data" / "hallusionbench"
-        download_files({"HallusionBench.json": OFFICIAL_URL}, target, "HallusionBench")
-        return target / "HallusionBench.json"
+        return ensure_data(HALLUSIONBENCH_DATA) / "HallusionBench.json"
     path = Path(data)
     if path.is_dir():
         path = path / "HallusionBench.json"
@@ -141,6 +156,7 @@ def _resolve(data: Path | None) -> Path:
 class HallusionBench(Benchmark):
     name: ClassVar[str] = "hallusionbench"
     title: ClassVar[str] = "HallusionBench"
+    data_sets: ClassVar[tuple[DataSet, ...]] = (HALLUSIONBENCH_DATA,)
     headline_view: ClassVar[HeadlineView | None] = HeadlineView(
         "HallusionBench by split (VD: visual dependent, VS: visual supplement), as its leaderboard reads",
         (("qAcc", "Question Pair Acc"), ("fAcc", "Figure Acc"), ("easy_qAcc", "Easy Question Acc"),

@@ -35,6 +35,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.benchmarks._download import ensure_data
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.images import (
     IMAGES_OPTION,
@@ -44,8 +45,7 @@ from halluscope.benchmarks.images import (
     image_spec,
     locate_image,
 )
-from halluscope.cache import default_cache_dir
-from halluscope.download import fetch_first
+from halluscope.download import ByHand, DataSet, github_files
 from halluscope.jsonio import loads_json
 from halluscope.judges.hqh import HQHItem, HQHJudge, HQHJudgement
 from halluscope.judges.hqh_rules import empty_answer, parse_numbers
@@ -58,7 +58,7 @@ from halluscope.types import Response, Sample, SampleRecord
 
 __all__ = [
     "HQH",
-    "OFFICIAL_URLS",
+    "HQH_DATA",
     "TYPES",
     "HQHDataError",
     "ImageData",
@@ -78,11 +78,29 @@ _TYPE_OF = {t.lower(): t for t in TYPES} | {"counting": "count", "ocr": "OCR"}
 _REQUIRED = ("image_id", "instruction", "ground_truth", "type")
 #: Fields of an HQH.json item that are not part of a model's answer.
 _OFFICIAL_FIELDS = {"id", "image_id", "image", "instruction", "ground_truth", "type"}
-OFFICIAL_FILES = ("HQH.json", "image_data.json")
-OFFICIAL_URLS = (
-    "https://raw.githubusercontent.com/HQHBench/HQHBench/main/",
-    "https://raw.githubusercontent.com/HQHBench/HQHBench/master/",
-)
+#: HQH's files from the repository's default branch (main, else master; no commit is recorded). HQH.json's
+#: size and sha256 are those of the shared copy; image_data.json is not checked (the only copy at hand is an
+#: older, partial release).
+HQH_DATA = DataSet(
+    name="hqh",
+    title="HQH",
+    files=github_files(
+        "HQHBench/HQHBench",
+        ("main", "master"),
+        "",
+        {
+            "HQH.json": (834809, "3175a7be1905bce197ae35dfe7d8cf8523ac68057d312f22bb4ad3c29dc908ba"),
+            "image_data.json": (None, None),
+        },
+    ),
+    by_hand=(
+        ByHand(
+            "the Visual Genome photos (VG_100K, VG_100K_2)",
+            "https://homes.cs.washington.edu/~ranjay/visualgenome/api.html", "images", "--bench-opt images=FOLDER",
+        ),
+    ),
+)  # fmt: skip
+OFFICIAL_FILES = tuple(f.path for f in HQH_DATA.files)
 _REGION = re.compile(
     r"(?P<text>.*?)\s*X:\s*(?P<x>-?\d+)\s+Y:\s*(?P<y>-?\d+)\s+Width:\s*(?P<w>-?\d+)\s+Height:\s*(?P<h>-?\d+)",
     re.DOTALL,
@@ -96,21 +114,11 @@ class HQHDataError(ValueError):
 # -- data files ----------------------------------------------------------------------------------------------
 
 
-def download_hqh(target_dir: Path | None = None) -> Path:
-    """Fetch ``HQH.json`` and ``image_data.json`` into the user cache (machines with internet only)."""
-    target_dir = target_dir or default_cache_dir() / "data" / "hqh"
-    target_dir.mkdir(parents=True, exist_ok=True)
-    for name in OFFICIAL_FILES:
-        target = target_dir / name
-        if target.exists():
-            continue
-        errors = fetch_first(target, [base + name for base in OFFICIAL_URLS], timeout=120)
-        if errors:
-            raise HQHDataError(
-                f"could not download HQH's {name} ({'; '.join(errors)}); "
-                "pass --data with a folder holding HQH.json and image_data.json"
-            )
-    return target_dir
+def download_hqh() -> Path:
+    """``HQH.json`` and ``image_data.json`` in the user cache, fetched first if missing (machines with internet
+    only)."""
+    hint = "pass --data with a folder holding HQH.json and image_data.json"
+    return ensure_data(HQH_DATA, error=HQHDataError, hint=hint)
 
 
 def resolve_data(data: Path | None, image_data: Path | None = None) -> tuple[Path, Path | None]:
@@ -313,6 +321,7 @@ class HQH(Benchmark):
         ProfileFigure("relation", "generative", "relation/hallucination_rate"),
     )
     title: ClassVar[str] = "HQH"
+    data_sets: ClassVar[tuple[DataSet, ...]] = (HQH_DATA,)
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         replace(IMAGES_OPTION, help="a Visual Genome folder holding VG_100K / VG_100K_2 or the images themselves, "
                 "shown to the model in --model runs"),

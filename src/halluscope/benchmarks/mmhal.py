@@ -37,6 +37,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.benchmarks._download import ensure_data
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.images import (
     IMAGES_OPTION,
@@ -46,8 +47,7 @@ from halluscope.benchmarks.images import (
     image_spec,
     locate_image,
 )
-from halluscope.cache import default_cache_dir
-from halluscope.download import fetch_first
+from halluscope.download import ByHand, DataSet, RemoteFile
 from halluscope.jsonio import loads_json
 from halluscope.judges.mmhal import MMHalItem, MMHalJudge, MMHalRating
 from halluscope.metrics.mmhal import TYPES, mmhal_table
@@ -68,10 +68,30 @@ __all__ = [
 ]
 
 TEMPLATE_NAMES = ("response_template.json", "mmhal-bench_answer_template.json")
-OFFICIAL_URLS = (
-    "https://raw.githubusercontent.com/RLHF-V/RLHF-V/main/eval/data/mmhal-bench_answer_template.json",
-    "https://huggingface.co/datasets/Shengcao1006/MMHal-Bench/resolve/main/response_template.json",
-)
+#: The template, from RLHF-V at the commit the shared copy comes from, else from the Hugging Face dataset
+#: (the same bytes); the photos are the dataset's image archive, fetched by hand.
+MMHAL_DATA = DataSet(
+    name="mmhal-bench",
+    title="MMHal-Bench",
+    files=(
+        RemoteFile(
+            TEMPLATE_NAMES[0],
+            (
+                "https://raw.githubusercontent.com/RLHF-V/RLHF-V/8daac8a8f30df123818ae9d3a0e3f0018497714c/"
+                "eval/data/mmhal-bench_answer_template.json",
+                "https://huggingface.co/datasets/Shengcao1006/MMHal-Bench/resolve/main/response_template.json",
+            ),
+            50519,
+            "28ed24e19ffef292597c35f1dad37760b2e0a088b3b40ca3b50f105fc1b951bb",
+        ),
+    ),
+    by_hand=(
+        ByHand(
+            "the 96 photos (images/, each named as the last part of its image_src)",
+            "https://huggingface.co/datasets/Shengcao1006/MMHal-Bench", "images",
+        ),
+    ),
+)  # fmt: skip
 _REQUIRED = ("question_type", "question", "gt_answer")
 
 
@@ -79,19 +99,10 @@ class MMHalDataError(ValueError):
     """The MMHal-Bench template is missing or malformed; the message names the file and the record."""
 
 
-def download_template(target_dir: Path | None = None) -> Path:
-    """Fetch ``response_template.json`` into the user cache (machines with internet only)."""
-    target_dir = target_dir or default_cache_dir() / "data" / "mmhal-bench"
-    target = target_dir / TEMPLATE_NAMES[0]
-    if not target.exists():
-        target_dir.mkdir(parents=True, exist_ok=True)
-        errors = fetch_first(target, list(OFFICIAL_URLS), timeout=120)
-        if errors:
-            raise MMHalDataError(
-                f"could not download MMHal-Bench's response_template.json ({'; '.join(errors)}); "
-                "pass --data with the file or its folder"
-            )
-    return target
+def download_template() -> Path:
+    """``response_template.json`` in the user cache, fetched first if missing (machines with internet only)."""
+    folder = ensure_data(MMHAL_DATA, error=MMHalDataError, hint="pass --data with the file or its folder")
+    return folder / TEMPLATE_NAMES[0]
 
 
 def resolve_template(data: Path | None) -> Path:
@@ -206,6 +217,7 @@ class MMHal(Benchmark):
         ProfileFigure("relation", "generative", "hallucination_rate_relation"),
     )
     title: ClassVar[str] = "MMHal-Bench"
+    data_sets: ClassVar[tuple[DataSet, ...]] = (MMHAL_DATA,)
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         replace(IMAGES_OPTION, default_text="images/ beside the template, when there is one"),
         BenchmarkOption("types", "csv", "which question types", choices=TYPES, default_text="all"),

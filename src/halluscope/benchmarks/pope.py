@@ -40,12 +40,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.benchmarks._download import ensure_data
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.closed import (
     ClosedDataError,
     check_mode,
     check_prompt,
-    download_files,
     read_json_rows,
     yes_no_record,
 )
@@ -57,8 +57,9 @@ from halluscope.benchmarks.images import (
     image_spec,
     locate_image,
 )
+from halluscope.benchmarks.repope import REPOPE_DATA
 from halluscope.benchmarks.yes_no import yes_no_declarations, yes_no_table
-from halluscope.cache import default_cache_dir
+from halluscope.download import ByHand, DataSet, github_files
 from halluscope.jsonio import MAX_LINE_DEPTH, iter_jsonl, loads_json
 from halluscope.options import BenchmarkOption
 from halluscope.responses import ResponsesFile
@@ -72,11 +73,55 @@ from halluscope.stages import (
 )
 from halluscope.types import Response, Sample, SampleRecord
 
-__all__ = ["PROMPTS", "SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
+__all__ = ["POPE_DATA", "PROMPTS", "SETTINGS", "SOURCES", "Pope", "pope_file_name", "pope_paper_rule"]
 
 SOURCES = ("coco", "aokvqa", "gqa")
 SETTINGS = ("random", "popular", "adversarial")
-OFFICIAL_BASE = "https://raw.githubusercontent.com/RUCAIBox/POPE/main/output/"
+#: The nine official sets, at the commit the shared copies come from (sizes and sha256 of those bytes).
+POPE_DATA = DataSet(
+    name="pope",
+    title="POPE",
+    files=github_files(
+        "RUCAIBox/POPE",
+        ("3df3ba1",),
+        "output/",
+        {
+            "coco/coco_pope_random.json": (368166, "ac25245170b975a5bdf9080b23fd431dfe6be458bc038259c1f4f09a6bef7994"),
+            "coco/coco_pope_popular.json": (370190, "72c1a8ad45d0c13514f5f22598261df41d3b533854d29682e924db50ed8aa753"),
+            "coco/coco_pope_adversarial.json": (
+                370401, "420b3407db1fa9f1187a805dca41cb7b97fd91504e6c2179706188c107fb8ef8"
+            ),
+            "aokvqa/aokvqa_pope_seem_random.json": (
+                495827, "f06eecde6d6ef4a00b95a7bbb510490708a09a6a67d952b59b8bdd33ac2c7200"
+            ),
+            "aokvqa/aokvqa_pope_seem_popular.json": (
+                492597, "2ae5bedee3450cda52f9b033942c7b04a3917a86a110e859a66c1e41934c6ffd"
+            ),
+            "aokvqa/aokvqa_pope_seem_adversarial.json": (
+                494039, "2ddd3bdfa0df7a77a2cb1765ed06ac5ed190b5a093aa405b96986e862e8cdac1"
+            ),
+            "gqa/gqa_pope_seem_random.json": (
+                441272, "6ce488eade3770185034939fabfe742fa32ed369011c8d9c3ac77bc0c85abd94"
+            ),
+            "gqa/gqa_pope_seem_popular.json": (
+                438334, "dd03f06a458dd216e83233160fbf6628af9c63c84b11e99599f4fc0304b3361d"
+            ),
+            "gqa/gqa_pope_seem_adversarial.json": (
+                439786, "74e01b41d8308e2392e3b8d961167496ff3901c01100265d931a7a392f138a7a"
+            ),
+        },
+    ),
+    by_hand=(
+        ByHand(
+            "COCO val2014 photos (the COCO and A-OKVQA sets)", "https://cocodataset.org/#download (val2014.zip)",
+            "images", "--bench-opt images=FOLDER",
+        ),
+        ByHand(
+            "GQA photos (the GQA sets)", "https://cs.stanford.edu/people/dorarad/gqa/download.html (images.zip)",
+            "images", "--bench-opt images=FOLDER",
+        ),
+    ),
+)  # fmt: skip
 #: ``type`` is the hallucination type every POPE item probes (read by ``halluscope quality``'s coverage).
 _RECORD_FIELDS = ("source", "setting", "question_id", "type")
 #: What the model is asked (the ``prompt`` option): the file's question as POPE's files give it (the
@@ -133,11 +178,7 @@ def _csv(value: Any, allowed: Sequence[str], what: str) -> tuple[str, ...]:
 def resolve_pope_files(data: Path | None) -> dict[tuple[str, str], Path]:
     """The sets present under ``data`` (a folder, its ``output/`` subfolder, or one set's file)."""
     if data is None:
-        target = default_cache_dir() / "data" / "pope"
-        urls = {
-            pope_file_name(src, st): OFFICIAL_BASE + pope_file_name(src, st) for src in SOURCES for st in SETTINGS
-        }
-        data = download_files(urls, target, "POPE")
+        data = ensure_data(POPE_DATA)
     path = Path(data)
     if path.is_file():
         match = _FILE_NAME.match(path.name)
@@ -170,6 +211,7 @@ class Pope(Benchmark):
         ProfileFigure("object", "discriminative", "accuracy", rate=False),
     )
     title: ClassVar[str] = "POPE"
+    data_sets: ClassVar[tuple[DataSet, ...]] = (POPE_DATA, REPOPE_DATA)
     headline_view: ClassVar[HeadlineView | None] = HeadlineView(
         "POPE per set, as LLaVA's eval_pope prints it",
         (("accuracy", "Accuracy"), ("precision", "Precision"), ("recall", "Recall"), ("f1", "F1"),

@@ -57,6 +57,7 @@ from halluscope.benchmarks.images import (
     locate_image,
 )
 from halluscope.claims.dsg import TUPLE_EXTRACTORS, TupleExtractor
+from halluscope.download import ByHand, DataSet
 from halluscope.jsonio import MAX_LINE_DEPTH, loads_json
 from halluscope.judges.prove import ProveItem, ProveResult, ProveScorer
 from halluscope.judges.visual_entailment import VisualEntailment, make_visual_entailment
@@ -337,6 +338,16 @@ class Prove(Benchmark):
 
     name: ClassVar[str] = "prove"
     title: ClassVar[str] = "PROVE"
+    #: No raw file to declare: the data is a Hugging Face dataset, which huggingface_hub fetches when --data
+    #: is omitted; ``data pull`` says so.
+    data_sets: ClassVar[tuple[DataSet, ...]] = (
+        DataSet("prove", "PROVE", by_hand=(
+            ByHand(
+                f"the Hugging Face dataset {HUB_REPO} (huggingface_hub fetches it when --data is omitted)",
+                f"https://huggingface.co/datasets/{HUB_REPO}", "", "--data FILE",
+            ),
+        )),
+    )  # fmt: skip
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         replace(IMAGES_OPTION, default_text="images/ beside the data, then beside it"),
         BenchmarkOption(

@@ -36,6 +36,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.benchmarks._download import ensure_data
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.images import (
     IMAGES_OPTION,
@@ -51,8 +52,7 @@ from halluscope.benchmarks.reefknot_answers import (
     is_reefknot_jsonl,
     load_reefknot_responses,
 )
-from halluscope.cache import default_cache_dir
-from halluscope.download import fetch_first
+from halluscope.download import ByHand, DataSet, github_files
 from halluscope.gcpause import gc_paused
 from halluscope.jsonio import iter_jsonl
 from halluscope.judges.answers import (
@@ -98,10 +98,28 @@ _RELATION_TYPES = {
     "cognition": "cognitive",
 }
 _REQUIRED = ("image_id", "query_prompt", "label")
-OFFICIAL_URLS = (
-    "https://raw.githubusercontent.com/JackChen-seu/Reefknot/main/Dataset/",
-    "https://raw.githubusercontent.com/JackChen-seu/Reefknot/master/Dataset/",
-)
+#: The three task files from the repository's default branch (main, else master; no commit is recorded),
+#: with the sizes and sha256 of the shared copies.
+REEFKNOT_DATA = DataSet(
+    name="reefknot",
+    title="Reefknot",
+    files=github_files(
+        "JackChen-seu/Reefknot",
+        ("main", "master"),
+        "Dataset/",
+        {
+            "YESNO.jsonl": (2032423, "d0cc32f76763dcc4dd9c02d0d6c69cec8671d1ed834a8e77e1aa86dfad364247"),
+            "Multichoice.jsonl": (1813915, "537bc558e9a207f354f53c56ec02dcd7f3e01347699abf47f104fc291786ef6b"),
+            "VQA.jsonl": (1376012, "6ce3866908636d23897f078bf9c8105a205eeec3c8a03b27e026d8ae8f3cf300"),
+        },
+    ),
+    by_hand=(
+        ByHand(
+            "the Visual Genome photos (VG_100K, VG_100K_2)",
+            "https://homes.cs.washington.edu/~ranjay/visualgenome/api.html", "images", "--bench-opt images=FOLDER",
+        ),
+    ),
+)  # fmt: skip
 MODES = ("robust", "paper")
 #: Options that chose the VQA judge before it came through the judge slot: refused with the new spelling.
 _MOVED_TO_JUDGE = {
@@ -122,21 +140,10 @@ class ReefknotDataError(ValueError):
 # -- data files ----------------------------------------------------------------------------------------------
 
 
-def download_reefknot(target_dir: Path | None = None) -> Path:
-    """Fetch the three official files into the user cache (machines with internet only)."""
-    target_dir = target_dir or default_cache_dir() / "data" / "reefknot"
-    target_dir.mkdir(parents=True, exist_ok=True)
-    for name in OFFICIAL_FILES.values():
-        target = target_dir / name
-        if target.exists():
-            continue
-        errors = fetch_first(target, [base + name for base in OFFICIAL_URLS])
-        if errors:
-            raise ReefknotDataError(
-                f"could not download Reefknot's {name} ({'; '.join(errors)}); "
-                "pass --data with a folder holding YESNO.jsonl, Multichoice.jsonl and VQA.jsonl"
-            )
-    return target_dir
+def download_reefknot() -> Path:
+    """The three official files in the user cache, fetched first if missing (machines with internet only)."""
+    hint = "pass --data with a folder holding YESNO.jsonl, Multichoice.jsonl and VQA.jsonl"
+    return ensure_data(REEFKNOT_DATA, error=ReefknotDataError, hint=hint)
 
 
 def resolve_data_dir(data: Path | None) -> tuple[Path, dict[str, Path]]:
@@ -263,6 +270,7 @@ class Reefknot(Benchmark):
         ProfileFigure("relation", "generative", "halr_vqa"),
     )
     title: ClassVar[str] = "Reefknot"
+    data_sets: ClassVar[tuple[DataSet, ...]] = (REEFKNOT_DATA,)
     #: A judge object given to the constructor (``entailment=``) is the Python API's alone: it is no option,
     #: since spec.json could not record it.
     options: ClassVar[tuple[BenchmarkOption, ...]] = (

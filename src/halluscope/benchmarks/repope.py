@@ -17,14 +17,36 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from halluscope.benchmarks.closed import ClosedDataError, download_files, read_json_rows
-from halluscope.cache import default_cache_dir
+from halluscope.benchmarks._download import ensure_data
+from halluscope.benchmarks.closed import ClosedDataError, read_json_rows
+from halluscope.download import DataSet, github_files
 
-__all__ = ["REPOPE_BASE", "load_repope", "relabel"]
+__all__ = ["REPOPE_DATA", "load_repope", "relabel"]
 
 #: The commit of RePOPE's repository whose annotations are fetched when no folder is given.
 REPOPE_COMMIT = "bcf22e5690d587cce34e1728af3efdcfaf747d29"
-REPOPE_BASE = f"https://raw.githubusercontent.com/YanNeu/RePOPE/{REPOPE_COMMIT}/annotations/"
+#: RePOPE's three label files; POPE declares them as its optional data (read with ``labels=repope`` only).
+REPOPE_DATA = DataSet(
+    name="repope",
+    title="RePOPE",
+    files=github_files(
+        "YanNeu/RePOPE",
+        (REPOPE_COMMIT,),
+        "",
+        {
+            "annotations/coco_repope_random.json": (
+                340368, "f464fcaf60b24ce2f280cf33f122e000dbdd35c8e88f77c4141c9c2cba864611"
+            ),
+            "annotations/coco_repope_popular.json": (
+                333773, "57832b055bae5fd6176278a4f104c98ddd84811f7d26dfcb93d481f6c9da09a5"
+            ),
+            "annotations/coco_repope_adversarial.json": (
+                328764, "8c346dbb060bf422ff92e769fa68e5ab3e8a777cb28a26e973387441e05c9ccf"
+            ),
+        },
+    ),
+    required=False,
+)  # fmt: skip
 _SETTINGS = ("random", "popular", "adversarial")
 
 
@@ -34,10 +56,7 @@ def _file(setting: str) -> str:
 
 def resolve_repope(data: Path | None) -> Path:
     """The folder holding ``coco_repope_*.json`` (given, its ``annotations/``, or downloaded to the cache)."""
-    if data is None:
-        target = default_cache_dir() / "data" / "repope"
-        return download_files({_file(s): REPOPE_BASE + _file(s) for s in _SETTINGS}, target, "RePOPE")
-    path = Path(data)
+    path = Path(data) if data is not None else ensure_data(REPOPE_DATA)
     if (path / "annotations").is_dir():
         path = path / "annotations"
     if not any((path / _file(s)).exists() for s in _SETTINGS):

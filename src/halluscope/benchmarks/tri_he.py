@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from halluscope.benchmarks._download import ensure_data
 from halluscope.benchmarks.base import Benchmark, MetricsReport, ScoringContext
 from halluscope.benchmarks.images import (
     IMAGES_OPTION,
@@ -27,8 +28,7 @@ from halluscope.benchmarks.images import (
     locate_image,
 )
 from halluscope.benchmarks.triplets import score_open_answers, triplet_declarations, triplet_tables
-from halluscope.cache import default_cache_dir
-from halluscope.download import fetch_first
+from halluscope.download import ByHand, DataSet, github_files
 from halluscope.gcpause import gc_paused
 from halluscope.jsonio import loads_json
 from halluscope.metrics.triplets import triplet_metrics
@@ -45,25 +45,34 @@ from halluscope.scene.triplets import TripletParseError, parse_triplet_string
 from halluscope.stages import MetricDeclaration, MetricTable, ProfileFigure, SampleSource
 from halluscope.types import Claim, Response, Sample, SampleRecord
 
-OFFICIAL_URL = "https://raw.githubusercontent.com/wujunjie1998/Tri-HE/main/data/tri-he.json"
+#: The question file from the repository's main branch (no commit is recorded for the shared copy, whose
+#: bytes the size and sha256 are: a changed upstream file is refused rather than silently scored).
+TRI_HE_DATA = DataSet(
+    name="tri-he",
+    title="Tri-HE",
+    files=github_files(
+        "wujunjie1998/Tri-HE",
+        ("main",),
+        "data/",
+        {"tri-he.json": (553050, "9742e23933a1463ad487ab4e557b962b5d453500ef4ceee88a8ace9378b4a82b")},
+    ),
+    by_hand=(
+        ByHand(
+            "the 300 GQA photos as images/<image_id>.jpg beside tri-he.json (the repository's data/images)",
+            "https://github.com/wujunjie1998/Tri-HE", "images",
+        ),
+    ),
+)  # fmt: skip
 
 
 class TriHEDataError(ValueError):
     """The Tri-HE file is missing, malformed, or has an image entry without the required fields."""
 
 
-def download_tri_he(target_dir: Path | None = None) -> Path:
-    """Fetch the official ``tri-he.json`` into the user cache (machines with internet only)."""
-    target_dir = target_dir or default_cache_dir() / "data" / "tri-he"
-    target = target_dir / "tri-he.json"
-    if target.exists():
-        return target
-    errors = fetch_first(target, [OFFICIAL_URL])
-    if errors:
-        raise TriHEDataError(
-            f"could not download Tri-HE ({'; '.join(errors)}); pass --data with a local tri-he.json"
-        )
-    return target
+def download_tri_he() -> Path:
+    """The official ``tri-he.json`` in the user cache, fetched first if missing (machines with internet only)."""
+    hint = "pass --data with a local tri-he.json"
+    return ensure_data(TRI_HE_DATA, error=TriHEDataError, hint=hint) / "tri-he.json"
 
 
 def resolve_data_path(data: Path | None) -> Path:
@@ -282,6 +291,7 @@ class TriHE(TriHELayout):
         ProfileFigure("relation", "generative", "relation_hallu_i"),
     )
     title: ClassVar[str] = "Tri-HE"
+    data_sets: ClassVar[tuple[DataSet, ...]] = (TRI_HE_DATA,)
     options: ClassVar[tuple[BenchmarkOption, ...]] = (
         replace(IMAGES_OPTION, default_text="images/ beside the data file"),
         MISSING_IMAGES_OPTION,

@@ -25,6 +25,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "halluscope.cli.run",
     "halluscope.cli.eval",
+    "halluscope.cli.data",
     "halluscope.cli.rejudge",
     "halluscope.cli.respond",
     "halluscope.cli.report",
