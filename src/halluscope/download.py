@@ -298,6 +298,10 @@ def _range_starts_at(content_range: str, start: int) -> bool:
     return unit == "bytes" and first.isdigit() and int(first) == start
 
 
+class _Trickle(TimeoutError):
+    """Data arrives, but too slowly to ever finish: a stall as much as silence is."""
+
+
 def _chunks(answer: BinaryIO, timeout: float) -> Iterator[bytes]:
     """The body as it arrives, chunk by chunk; a trickle (under :data:`STALL_BYTES` in ``timeout`` seconds)
     ends it with :class:`TimeoutError`, as a silent socket does by itself."""
@@ -314,7 +318,7 @@ def _chunks(answer: BinaryIO, timeout: float) -> Iterator[bytes]:
         now = time.monotonic()
         if now - window_start >= timeout:
             if window_bytes < STALL_BYTES:
-                raise TimeoutError(f"under {STALL_BYTES} bytes in {timeout:g} s")
+                raise _Trickle(f"under {STALL_BYTES} bytes in {timeout:g} s")
             window_start, window_bytes = now, 0
 
 
@@ -340,9 +344,9 @@ def _copy(
                 break
         return written
     except TimeoutError as error:
+        why = str(error) if isinstance(error, _Trickle) else f"no data for {timeout:g} s"
         raise FetchError(
-            f"{file.path}: timed out after {written} bytes from {url} ({error or f'no data for {timeout:g} s'}); "
-            "run again to resume"
+            f"{file.path}: timed out after {written} bytes from {url} ({why}); run again to resume"
         ) from None
     except (OSError, ValueError) as error:  # http.client.IncompleteRead is an HTTPException, below
         raise FetchError(

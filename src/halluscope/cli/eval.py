@@ -72,6 +72,14 @@ class EvalFlags:
         bool, typer.Option("--no-html", help="Write the leaderboard as CSV and markdown only.")
     ] = False
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False
+    download: Annotated[
+        bool,
+        typer.Option(
+            "--download",
+            help="First fetch the official files of each benchmark that lacks its data (into --data-root, else "
+            "the user cache), as 'halluscope data pull' does.",
+        ),
+    ] = False
 
 
 @flags_command(EvalFlags)
@@ -85,6 +93,8 @@ def eval_suite(flags: EvalFlags) -> None:
         plan, settings = _plan(flags)
     except SuiteError as error:
         fail(str(error))
+    if flags.download:
+        plan = _download(plan, flags)
     from halluscope.cli.run import CliHooks
 
     try:
@@ -117,6 +127,22 @@ def _plan(flags: EvalFlags) -> tuple[Any, Any]:
     options["base_url"] = join_urls(flags.base_url)
     options["cache"] = False if flags.no_cache else flags.cache
     return plan, run_settings(options, surface="cli")
+
+
+def _download(plan: Any, flags: EvalFlags) -> Any:
+    """The plan after pulling each benchmark's missing data; one line per data set pulled or failed."""
+    from halluscope.cli.data import show_report
+    from halluscope.runs.transfer_progress import make_transfer_progress
+    from halluscope.suite.fetch import fetch_missing_data
+
+    progress = make_transfer_progress(not flags.quiet)
+    try:
+        plan, reports = fetch_missing_data(plan, flags.data_root, progress=progress)
+    finally:
+        progress.close()
+    for report in reports:
+        show_report(report)
+    return plan
 
 
 def show_result(result: SuiteResult) -> None:

@@ -204,19 +204,26 @@ def evaluate_suite(
     ``suite`` TOML file, or ``answers_from`` (a folder of lmms-eval / VLMEvalKit / LLaVA answer files);
     ``data_root`` where each benchmark's data folder is; ``out`` the suite folder (one run folder per model and
     benchmark, ``OUT/<model>/<benchmark>``; re-running resumes). Other options are those every run shares:
-    ``limit``, ``base_url``, ``cache`` (a path, or False), ``max_tokens``, ``concurrency``, ``ci``, and
-    ``html`` (write ``leaderboard.html``, default True). A failed run does not raise: it is in
+    ``limit``, ``base_url``, ``cache`` (a path, or False), ``max_tokens``, ``concurrency``, ``ci``,
+    ``html`` (write ``leaderboard.html``, default True), and ``download`` (first fetch the official files of
+    each benchmark that lacks its data, into ``data_root`` or the user cache, as ``halluscope eval --download``
+    does; what cannot be fetched is that benchmark's failure). A failed run does not raise: it is in
     :attr:`SuiteResult.failed` with one line saying why. A bad suite raises :class:`SuiteError`.
     """
     from halluscope.runs.evaluation import WarningHooks
     from halluscope.runs.progress import make_progress
 
     html = bool(options.pop("html", True))
+    download = bool(options.pop("download", False))
     plan = plan_suite(
         _names(benchmarks), models=[models] if isinstance(models, str) else models,
         suite=Path(suite) if suite else None, answers_from=Path(answers_from) if answers_from else None,
         data_root=Path(data_root) if data_root else None, out=Path(out), baseline=baseline,
     )  # fmt: skip
+    if download:
+        from halluscope.suite.fetch import fetch_missing_data
+
+        plan, _ = fetch_missing_data(plan, Path(data_root) if data_root else None)
     settings = run_settings({**plan.settings, **options}, surface="api")
     return run_planned(plan, settings, WarningHooks(), make_progress(progress), html=html)
 
@@ -230,7 +237,7 @@ def run_settings(options: dict[str, Any], *, surface: Literal["cli", "api"]) -> 
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(
-            f"evaluate_suite() got unknown option(s) {unknown}; known: {sorted(known | {'cache', 'html'})}"
+            f"evaluate_suite() got unknown option(s) {unknown}; known: {sorted(known | {'cache', 'html', 'download'})}"
         )
     try:
         return RunSettings(
