@@ -183,7 +183,9 @@ def test_declared_checksums_are_those_of_the_official_copies() -> None:
     assert checked >= 20
 
 
-def test_pull_pope_fetches_the_official_files_byte_for_byte_and_keeps_them(server: FileServer, tmp_path: Path) -> None:
+def test_pull_pope_fetches_the_official_files_byte_for_byte_and_keeps_them(
+    server: FileServer, tmp_path: Path
+) -> None:
     root = tmp_path / "data"
     first = invoke("data", "pull", "pope", "--to", str(root))
     assert first.exit_code == 0, first.output
@@ -192,7 +194,10 @@ def test_pull_pope_fetches_the_official_files_byte_for_byte_and_keeps_them(serve
     assert not list((root / "pope").rglob("*.part"))
     assert f"pope: 9 fetched {root / 'pope'}" in said(first)
     # not a terminal: plain progress lines, one when a file starts and one when it has arrived
-    assert f"fetching {RANDOM} (0 B of 368.2 kB)" in first.output and f"received {RANDOM}: 368.2 kB" in first.output
+    assert (
+        f"fetching {RANDOM} (0 B of 368.2 kB)" in first.output
+        and f"received {RANDOM}: 368.2 kB" in first.output
+    )
     asked = len(server.requests)
     again = invoke("data", "pull", "pope", "--to", str(root))
     assert again.exit_code == 0 and "pope: 9 present" in said(again)
@@ -204,7 +209,8 @@ def test_an_interrupted_transfer_resumes_with_a_range_request(server: FileServer
     server.behaviour[path] = Behaviour(drop_after=100_000)
     cut = invoke("data", "pull", "pope", "--to", str(root))
     assert cut.exit_code == 1
-    assert f"{RANDOM}: connection closed after 100000 of 368166 bytes" in said(cut) and "run again" in said(cut)
+    assert f"{RANDOM}: connection closed after 100000 of 368166 bytes" in said(cut)
+    assert "run again to resume" in said(cut)
     part = root / "pope" / (RANDOM + ".part")
     assert part.stat().st_size == 100_000 and not (root / "pope" / RANDOM).exists()
     del server.behaviour[path]
@@ -216,7 +222,9 @@ def test_an_interrupted_transfer_resumes_with_a_range_request(server: FileServer
     assert not part.exists()
 
 
-def test_a_server_that_ignores_the_range_gives_the_whole_file_again(server: FileServer, tmp_path: Path) -> None:
+def test_a_server_that_ignores_the_range_gives_the_whole_file_again(
+    server: FileServer, tmp_path: Path
+) -> None:
     root, path = tmp_path / "data", _path_of(RANDOM)
     part = root / "pope" / (RANDOM + ".part")
     part.parent.mkdir(parents=True)
@@ -285,12 +293,15 @@ def test_an_unknown_name_is_refused_with_the_known_ones(tmp_path: Path) -> None:
     assert "repope" in said(result) and "tri-he" in said(result)
 
 
-def test_the_loader_fetches_its_declared_files_when_no_data_is_given(server: FileServer, tmp_path: Path) -> None:
+def test_the_loader_fetches_its_declared_files_when_no_data_is_given(
+    server: FileServer, tmp_path: Path
+) -> None:
     from halluscope.benchmarks.pope import Pope
 
     benchmark = Pope(sources=("coco",), settings=("random",))
     assert len(list(benchmark.samples())) == 3000
-    assert (tmp_path / "cache" / "data" / "pope" / RANDOM).read_bytes() == (FULL_DATA / "pope" / RANDOM).read_bytes()
+    fetched = tmp_path / "cache" / "data" / "pope" / RANDOM
+    assert fetched.read_bytes() == (FULL_DATA / "pope" / RANDOM).read_bytes()
 
 
 def test_eval_download_fetches_the_missing_data_then_runs(server: FileServer, tmp_path: Path) -> None:

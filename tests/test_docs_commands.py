@@ -102,6 +102,7 @@ RUN: dict[str, dict[str, Path]] = {
         "HallusionBench.json": FULL_DATA / "hallusionbench" / "HallusionBench.json",
     },
     "python -c \"import json; from halluscope.calibration.mmhal_real import load_labels;": {},
+    "halluscope data list": {},
 }  # fmt: skip
 
 NETWORK = "asks a model or judge over the network (an OpenAI-compatible endpoint, or the hub); nothing answers here"
@@ -135,6 +136,8 @@ NOT_RUN: list[tuple[str, str]] = [
     (r"validate-judge --set real --data data/tri-he/tri-he.json --judge typed --judge similarity",
      "the similarity judge over the labelled set: minutes on two cores (the typed one runs here)"),
     (r"--data ~/LMUData|--data path/to/|-r logs/llava/", "another tool's copy of the data or its logs, not shipped"),
+    (r"^halluscope data pull|^HALLUSCOPE_DATA_MIRROR=\S+ halluscope data pull",
+     "fetches from GitHub (or a mirror): no network here; tests/test_data_pull.py runs it against a loopback server"),
 ]  # fmt: skip
 
 
