@@ -420,7 +420,7 @@ class PullReport:
         """What to fetch by hand and where to put it, in one line."""
         urls = " ".join(effective_urls(o.file.urls)[0] for o in self.failed)
         return (
-            f"{self.data_set.title}: offline; fetch {urls} into {self.folder} (keeping each file's path under "
+            f"{self.data_set.title}: no server could be reached; fetch {urls} into {self.folder} (keeping each file's path under "
             f"it), then pass --data {self.folder}"
         )
 
