@@ -190,9 +190,13 @@ def agreement_entry(result: dict[str, Any], labels: int) -> dict[str, Any]:
 def judge_for(args: argparse.Namespace, cache: Cache, local: Any) -> MMHalLLMJudge:
     if args.judge == "local":
         options = local.stage_options("judge 'mmhal-llm'", {"model": "local"})
-        return MMHalLLMJudge(cache=cache, rating_first=args.rating_first, **options)
-    return MMHalLLMJudge(model=args.model, base_url=args.base_url, concurrency=1, timeout_s=600, cache=cache,
-                         rating_first=args.rating_first)
+        judge = MMHalLLMJudge(cache=cache, rating_first=args.rating_first, **options)
+    else:
+        judge = MMHalLLMJudge(model=args.model, base_url=args.base_url, concurrency=1, timeout_s=600, cache=cache,
+                              rating_first=args.rating_first)
+    if args.no_grammar:
+        judge.grammar = None  # the judge before its reply was held to the rating line
+    return judge
 
 
 async def main_async(args: argparse.Namespace, local: Any) -> dict[str, Any]:
@@ -222,6 +226,7 @@ async def main_async(args: argparse.Namespace, local: Any) -> dict[str, Any]:
                     got[f"{model}/{sid}"] = rating
             reference = {f"{x.model}/{x.id}": x.rating for x in labels}
             result["split"] = args.split
+            result["ratings"] = got
             result["agreement"] = agreement(reference, got)
             per_model = {}
             for model in sorted(by_model):
@@ -268,6 +273,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--rating-first", action="store_true", help="the judge's rating_first option")
     parser.add_argument("--show", action="store_true", help="print each reply (stderr)")
+    parser.add_argument("--no-grammar", action="store_true",
+                        help="do not hold the packaged model's reply to the rating line (the judge before it was)")
     parser.add_argument("--split", default="heldout")
     parser.add_argument("--labels", type=Path)
     parser.add_argument("--files")

@@ -11,7 +11,7 @@ from typing import Any
 from halluscope.cache import Cache
 from halluscope.judges.agreement import measured_agreement
 from halluscope.judges.llm import PER_CLAIM_GRAMMAR, LLMJudge, parse_per_claim_reply
-from halluscope.judges.mmhal import MMHalItem, MMHalLLMJudge
+from halluscope.judges.mmhal import RATING_GRAMMAR, MMHalItem, MMHalLLMJudge, parse_rating
 from halluscope.llm.client import named_endpoint
 from halluscope.llm.local import LOCAL_ENDPOINT
 from halluscope.llm.offline import PACKAGED_MODEL_NAME
@@ -58,10 +58,14 @@ def test_mmhal_rates_first_on_the_packaged_server_unless_told(scripted_server: S
         # The judge as measured against hand labels (judges/data/agreement.json): the same identity.
         assert measured_agreement(local.identity(), "rating") is not None
     assert local.rating_first and local.max_tokens == 24 and local.identity()["rating_first"] is True
-    assert not told.rating_first
+    assert local.identity()["reply_grammar"] is True and "reply_grammar" not in remote.identity()
+    assert not told.rating_first and told.grammar is None
     body = scripted_server.chat_requests()[-1].body
-    assert "grammar" not in body and "Rating: N\nfirst" in body["messages"][-1]["content"]
+    # Rating first, and the reply held to the rating line it asks for.
+    assert body["grammar"] == RATING_GRAMMAR and "Rating: N\nfirst" in body["messages"][-1]["content"]
     assert ratings[0].rating == 2  # type: ignore[union-attr]
+    asyncio.run(remote.grade_many([ITEM]))
+    assert "grammar" not in scripted_server.chat_requests()[-1].body
 
 
 def test_the_forms_the_grammars_allow_are_read_as_verdicts() -> None:
@@ -83,3 +87,8 @@ def test_the_real_llama_cpp_server_holds_the_reply_to_the_grammar(llama_server: 
     text = reply["choices"][0]["message"]["content"]
     assert text.startswith("Verdict: "), text
     assert parse_per_claim_reply(text).label in (VerdictLabel.SUPPORTED, VerdictLabel.HALLUCINATED), text
+
+    body["grammar"] = RATING_GRAMMAR
+    body["messages"] = [{"role": "user", "content": "Rate the answer 'a red car' to 'What is shown?' from 0 to 6."}]
+    text = httpx.post(f"{llama_server}/chat/completions", json=body, timeout=600).json()["choices"][0]["message"]
+    assert parse_rating(text["content"]).rating is not None, text

@@ -173,6 +173,11 @@ MAX_ANSWER_CHARS = 6000
 DEFAULT_MAX_TOKENS = 200
 #: max_tokens when the rating comes first: the rating line and a few words.
 RATING_FIRST_MAX_TOKENS = 24
+#: The rating line the rating-first prompt asks for, as a llama.cpp grammar: sent to the packaged local model
+#: only (:attr:`~halluscope.llm.client.ChatClient.takes_grammar`), whose reply then ends after the digit (five
+#: tokens) instead of running on through a sentence nobody reads. Greedy decoding under the grammar picks the
+#: tokens the model would have written first anyway, so the rating is the one the rating-first prompt gets.
+RATING_GRAMMAR = 'root ::= "Rating: " [0-6]\n'
 
 
 
@@ -205,7 +210,7 @@ class MMHalLLMJudge(MMHalJudge):
     """``mmhal-llm``. Options: those of every LLM stage (:class:`~halluscope.llm.stage.LLMStageOptions`;
     ``timeout_s`` 120 by default, ``max_tokens`` 200, 24 with ``rating_first``), ``rating_first`` (ask for
     the rating before the reason: much faster on a small local model; the default on the packaged local
-    model), ``cache``.
+    model, whose reply is then held to the rating line by :data:`RATING_GRAMMAR`), ``cache``.
     """
 
     name = "mmhal-llm"
@@ -226,11 +231,13 @@ class MMHalLLMJudge(MMHalJudge):
         if isinstance(rating_first, str):
             rating_first = rating_first.strip().lower() in ("1", "true", "yes")
         # Unset: rating first on the packaged local model, whose reasons cost seconds a token at a time (the
-        # judge as measured against hand labels, judges/data/agreement.py: its identity is kept as measured,
-        # so no grammar is added to its requests).
+        # judge as measured against hand labels: judges/data/agreement.json holds its identity, grammar
+        # included).
         self.rating_first = self.client.takes_grammar if rating_first is None else rating_first
         default_tokens = RATING_FIRST_MAX_TOKENS if self.rating_first else DEFAULT_MAX_TOKENS
         self.max_tokens = self.options.max_tokens or default_tokens
+        #: The reply held to its rating line (rating first, on the packaged server only).
+        self.grammar = RATING_GRAMMAR if self.rating_first and self.client.takes_grammar else None
         self.stats = CallStats()
 
     def identity(self) -> dict[str, Any]:
@@ -240,6 +247,7 @@ class MMHalLLMJudge(MMHalJudge):
             "prompt": PROMPT_VERSION,
             "max_tokens": self.max_tokens,
             **({"rating_first": True} if self.rating_first else {}),
+            **({"reply_grammar": True} if self.grammar else {}),
         }
 
     def messages(self, item: MMHalItem) -> list[dict[str, Any]]:
@@ -250,7 +258,7 @@ class MMHalLLMJudge(MMHalJudge):
         try:
             # Only replies that hold a rating are cached: a resumed run asks again for the others.
             result = await self.client.chat(
-                self.messages(item), temperature=0.0, max_tokens=self.max_tokens,
+                self.messages(item), temperature=0.0, max_tokens=self.max_tokens, grammar=self.grammar,
                 keep=lambda reply: parse_rating(reply.text).rating is not None,
             )  # fmt: skip
         except LLMAuthError:
