@@ -41,6 +41,7 @@ from halluscope.gcpause import gc_frozen
 from halluscope.jsonio import write_json_atomic
 from halluscope.metrics.stats.interval import DEFAULT_LEVEL
 from halluscope.redact import mask_data
+from halluscope.runs.failures import FailedSamples
 from halluscope.runs.finished import FinishedMetrics, finished_key, forget_metrics, remember_metrics
 from halluscope.runs.images import name_refused_images
 from halluscope.runs.interrupt import run_async
@@ -70,12 +71,22 @@ DEFAULT_MAX_FAILURE_SHARE = 0.1
 class StageFailureError(RuntimeError):
     """A stage failed on too many samples; ``metrics.json`` was written but rests on too few of them."""
 
-    def __init__(self, message: str, report: MetricsReport, stage: str, failed: int, reached: int) -> None:
+    def __init__(
+        self,
+        message: str,
+        report: MetricsReport,
+        stage: str,
+        failed: int,
+        reached: int,
+        failures: FailedSamples | None = None,
+    ) -> None:
         super().__init__(message)
         self.report = report
         self.stage = stage
         self.failed = failed
         self.reached = reached
+        #: Every failed sample of the run (inputs too), the first few named.
+        self.failures = failures or FailedSamples()
 
 
 class NothingMeasuredError(RuntimeError):
@@ -218,6 +229,15 @@ class RunSettings:
             raise ValueError(f"max_failure_share must be between 0 and 1, got {self.max_failure_share}")
 
 
+@dataclass(frozen=True)
+class ScoredRun:
+    """What scoring a run gives back: its metrics, and the samples it could not score (from the records the
+    runner holds, so that no caller reads ``samples.jsonl`` again to name them)."""
+
+    report: MetricsReport
+    failures: FailedSamples
+
+
 async def run_benchmark_async(
     benchmark: BenchmarkInterface,
     responses: Mapping[str, Response],
@@ -230,6 +250,26 @@ async def run_benchmark_async(
     model_failures: Mapping[str, str] | None = None,
     selection: Selection | None = None,
 ) -> MetricsReport:
+    """:func:`score_run_async`'s metrics (the samples that failed are in the run's log)."""
+    scored = await score_run_async(
+        benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, progress=progress,
+        model_failures=model_failures, selection=selection,
+    )  # fmt: skip
+    return scored.report
+
+
+async def score_run_async(
+    benchmark: BenchmarkInterface,
+    responses: Mapping[str, Response],
+    ctx: ScoringContext,
+    out_dir: Path,
+    *,
+    spec_extra: Mapping[str, Any] | None = None,
+    settings: RunSettings | None = None,
+    progress: ProgressSink | None = None,
+    model_failures: Mapping[str, str] | None = None,
+    selection: Selection | None = None,
+) -> ScoredRun:
     """Score the samples of ``selection`` (every sample of ``benchmark`` when None) into ``out_dir``; see the
     module docstring for resuming.
 
@@ -274,8 +314,9 @@ async def run_benchmark_async(
                 report = _measure(benchmark, records, ctx, settings.interval_level, out_dir, scan)
                 write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
                 remember_metrics(out_dir, key)
-    _check_outcome(records, report, settings.max_failure_share)
-    return report
+    failures = FailedSamples.of(records)
+    _check_outcome(records, report, settings.max_failure_share, failures)
+    return ScoredRun(report, failures)
 
 
 def _measure(
@@ -388,7 +429,12 @@ async def _score_pending(
         writer.close()
 
 
-def _check_outcome(records: list[SampleRecord], report: MetricsReport, max_failure_share: float) -> None:
+def _check_outcome(
+    records: list[SampleRecord],
+    report: MetricsReport,
+    max_failure_share: float,
+    failed_samples: FailedSamples,
+) -> None:
     """Raise when a stage failed on too many samples, or when nothing at all was measured."""
     over = check_stage_failures(records, max_failure_share)
     if over is not None:
@@ -400,6 +446,7 @@ def _check_outcome(records: list[SampleRecord], report: MetricsReport, max_failu
             stage,
             failed,
             reached,
+            failed_samples,
         )
     nothing = check_measured(records, report)
     if nothing is not None:
@@ -423,10 +470,29 @@ def run_benchmark(
 
     Ctrl-C or SIGTERM stop it promptly with :class:`~halluscope.runs.interrupt.RunInterrupted`.
     """
+    return score_run(
+        benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, show_progress=show_progress,
+        model_failures=model_failures, selection=selection,
+    ).report  # fmt: skip
+
+
+def score_run(
+    benchmark: BenchmarkInterface,
+    responses: Mapping[str, Response],
+    ctx: ScoringContext,
+    out_dir: Path,
+    *,
+    spec_extra: Mapping[str, Any] | None = None,
+    settings: RunSettings | None = None,
+    show_progress: bool = True,
+    model_failures: Mapping[str, str] | None = None,
+    selection: Selection | None = None,
+) -> ScoredRun:
+    """:func:`run_benchmark`, giving back the samples that failed beside the metrics (:class:`ScoredRun`)."""
     progress = make_progress(show_progress)
     try:
         return run_async(
-            run_benchmark_async(
+            score_run_async(
                 benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, progress=progress,
                 model_failures=model_failures, selection=selection,
             )
