@@ -30,12 +30,13 @@ finish first, so a ``metrics.json`` always describes every record in the log.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 from halluscope.gcpause import gc_frozen
 from halluscope.jsonio import write_json_atomic
@@ -62,6 +63,8 @@ from halluscope.runs.store import (
 from halluscope.stages import BenchmarkInterface, MetricTable, ScoringContext
 from halluscope.types import MetricsReport, Response, SampleRecord
 from halluscope.version import __version__
+
+P = ParamSpec("P")
 
 #: The default largest share of samples (that reached the extractor or judge) a stage may fail on before
 #: the run counts as failed. A few failures are worth a retry on the next run; more mean a broken stage.
@@ -236,26 +239,6 @@ class ScoredRun:
 
     report: MetricsReport
     failures: FailedSamples
-
-
-async def run_benchmark_async(
-    benchmark: BenchmarkInterface,
-    responses: Mapping[str, Response],
-    ctx: ScoringContext,
-    out_dir: Path,
-    *,
-    spec_extra: Mapping[str, Any] | None = None,
-    settings: RunSettings | None = None,
-    progress: ProgressSink | None = None,
-    model_failures: Mapping[str, str] | None = None,
-    selection: Selection | None = None,
-) -> MetricsReport:
-    """:func:`score_run_async`'s metrics (the samples that failed are in the run's log)."""
-    scored = await score_run_async(
-        benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, progress=progress,
-        model_failures=model_failures, selection=selection,
-    )  # fmt: skip
-    return scored.report
 
 
 async def score_run_async(
@@ -454,28 +437,6 @@ def _check_outcome(
         raise NothingMeasuredError(nothing, report, failures)
 
 
-def run_benchmark(
-    benchmark: BenchmarkInterface,
-    responses: Mapping[str, Response],
-    ctx: ScoringContext,
-    out_dir: Path,
-    *,
-    spec_extra: Mapping[str, Any] | None = None,
-    settings: RunSettings | None = None,
-    show_progress: bool = True,
-    model_failures: Mapping[str, str] | None = None,
-    selection: Selection | None = None,
-) -> MetricsReport:
-    """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked.
-
-    Ctrl-C or SIGTERM stop it promptly with :class:`~halluscope.runs.interrupt.RunInterrupted`.
-    """
-    return score_run(
-        benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, show_progress=show_progress,
-        model_failures=model_failures, selection=selection,
-    ).report  # fmt: skip
-
-
 def score_run(
     benchmark: BenchmarkInterface,
     responses: Mapping[str, Response],
@@ -488,7 +449,10 @@ def score_run(
     model_failures: Mapping[str, str] | None = None,
     selection: Selection | None = None,
 ) -> ScoredRun:
-    """:func:`run_benchmark`, giving back the samples that failed beside the metrics (:class:`ScoredRun`)."""
+    """Synchronous entry point around :func:`score_run_async`, with a progress bar if asked.
+
+    Ctrl-C or SIGTERM stop it promptly with :class:`~halluscope.runs.interrupt.RunInterrupted`.
+    """
     progress = make_progress(show_progress)
     try:
         return run_async(
@@ -499,3 +463,31 @@ def score_run(
         )
     finally:
         progress.close()
+
+
+def _metrics_of(scoring: Callable[P, ScoredRun]) -> Callable[P, MetricsReport]:
+    """``scoring`` giving back only the metrics, as callers written before :class:`ScoredRun` expect."""
+
+    @functools.wraps(scoring)
+    def metrics(*args: P.args, **kwargs: P.kwargs) -> MetricsReport:
+        return scoring(*args, **kwargs).report
+
+    return metrics
+
+
+def _metrics_of_async(
+    scoring: Callable[P, Coroutine[Any, Any, ScoredRun]],
+) -> Callable[P, Coroutine[Any, Any, MetricsReport]]:
+    """:func:`_metrics_of` for a coroutine function."""
+
+    @functools.wraps(scoring)
+    async def metrics(*args: P.args, **kwargs: P.kwargs) -> MetricsReport:
+        return (await scoring(*args, **kwargs)).report
+
+    return metrics
+
+
+#: :func:`score_run` giving back its metrics: the samples that failed are in the run's log.
+run_benchmark = _metrics_of(score_run)
+#: :func:`score_run_async` giving back its metrics: the samples that failed are in the run's log.
+run_benchmark_async = _metrics_of_async(score_run_async)
