@@ -187,3 +187,29 @@ def test_the_packaged_model_scores_a_real_answer_on_a_real_server(llama_server: 
     assert result.exit_code == 0, result.output
     (record,) = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert record["failure"] is None and 0 <= record["accuracy"] <= 10 and 0 <= record["relevancy"] <= 10
+
+
+def test_an_unanswered_item_whose_photo_the_images_folder_lacks_names_the_photo(tmp_path: Path) -> None:
+    """As for MMHal-Bench: an item without an answer fails naming its photo when the images folder lacks it
+    (why a --model run could not ask it); with the photo there, the failure says only that it has no answer;
+    an images folder that is not there is refused naming the benchmark."""
+    import asyncio
+
+    from halluscope.cache import Cache
+    from halluscope.stages import ScoringContext
+
+    example = json.loads((EXCERPT / "evaluation_set.json").read_text())[0]
+    data = tmp_path / "evaluation_set.json"
+    data.write_text(json.dumps([example, {**example, "image_id": "2346780"}]))
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / f"{example['image_id']}.jpg").write_bytes(b"a photo")
+    bench = BENCHMARKS.create("gavie", data=data, images=images, regions=REGIONS)
+    samples = list(bench.samples())
+    records = asyncio.run(bench.score_many([(s, None) for s in samples], ScoringContext(cache=Cache(None))))
+    assert [r.failure for r in records] == [
+        "GAVIE item 0: no response for this item",
+        "GAVIE item 1: no response for this item (its photo 2346780.jpg is not in the images folder)",
+    ]
+    with pytest.raises(GavieDataError, match=r"the GAVIE benchmark: images folder .* does not exist"):
+        BENCHMARKS.create("gavie", data=data, images=tmp_path / "nowhere")

@@ -426,3 +426,26 @@ def test_the_same_model_with_other_settings_is_named_by_the_setting(tmp_path: Pa
     check_run_dir(out, {"model": {**there, "base_url": "http://b/v1"}}, ("model",))
     with pytest.raises(RunDirError, match=r"the same model with other settings \(max_side: 512 there, 256 now\)"):
         check_run_dir(out, {"model": {**there, "max_side": 256}}, ("model",))
+
+
+def test_the_failed_samples_are_named_after_the_table_the_first_five_and_a_count(tmp_path: Path) -> None:
+    """Nine POPE questions, two answered: the seven without an answer are counted, the first five named in
+    the log's order, the rest counted; the same command again (a finished run) names the same ones."""
+    from halluscope.benchmarks.pope import Pope
+    from halluscope.cli.main import app
+    from tests.paths import POPE_EXCERPT
+
+    chosen = list(Pope(POPE_EXCERPT, sources=["coco"]).samples())[:9]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"id": s.id, "response": "Yes."}) + "\n" for s in chosen[:2]))
+    args = ["run", "-b", "pope", "--data", str(POPE_EXCERPT), "--bench-opt", "sources=coco", "-r", str(answers),
+            "--limit", "9", "--out", str(tmp_path / "run"), "--no-cache", "--quiet"]  # fmt: skip
+    for _ in range(2):
+        result = CliRunner().invoke(app, args, terminal_width=200)
+        assert result.exit_code == 0, result.output
+        said = " ".join(result.output.split())
+        assert "7 sample(s) could not be scored" in said and "… and 2 more" in said
+        failed = [r for r in records(tmp_path / "run") if r["failure"]]
+        assert [r["id"] for r in failed] == [s.id for s in chosen[2:]]
+        named = [line for line in result.output.splitlines() if line.strip().startswith("•")]
+        assert len(named) == 5 and all(s.id in line for s, line in zip(chosen[2:7], named, strict=True))

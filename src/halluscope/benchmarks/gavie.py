@@ -41,7 +41,10 @@ from halluscope.benchmarks.images import (
     MISSING_IMAGES_OPTION,
     check_missing_policy,
     image_spec,
+    images_folder,
     locate_image,
+    photo_missing,
+    unanswered_failure,
 )
 from halluscope.download import ByHand, DataSet, github_files
 from halluscope.jsonio import loads_json
@@ -176,9 +179,7 @@ class Gavie(Benchmark):
             raise GavieDataError(
                 f"the GAVIE benchmark: region descriptions file {self.regions_path} does not exist"
             )
-        if images is not None and not Path(images).is_dir():
-            raise GavieDataError(f"the GAVIE benchmark: images folder {images} does not exist")
-        self.images = Path(images) if images is not None else None
+        self.images = images_folder("GAVIE", images, error=GavieDataError)
         self.missing_images = check_missing_policy(missing_images)
 
     @cached_property
@@ -202,6 +203,7 @@ class Gavie(Benchmark):
             metadata["problem"] = f"GAVIE item {position}: not an object with an image_id and a question"
         photo = locate_image(self.images, [f"{image_id}.jpg"], IMAGE_PLACES)
         metadata.update(photo.metadata)
+        metadata.update(photo_missing(photo))
         return Sample(
             id=str(position),
             benchmark=self.name,
@@ -231,7 +233,7 @@ class Gavie(Benchmark):
         if sample.metadata.get("problem"):
             return str(sample.metadata["problem"])
         if response is None:
-            return f"GAVIE item {sample.id}: no response for this item"
+            return unanswered_failure(f"GAVIE item {sample.id}", sample)
         if not isinstance(judge, GavieJudge):
             return f"judge {getattr(judge, 'name', None)!r} cannot score GAVIE answers; use --judge gavie-llm"
         if self.regions_path is None:

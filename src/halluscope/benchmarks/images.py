@@ -30,6 +30,7 @@ from halluscope.types import Sample
 
 __all__ = [
     "IMAGES_OPTION",
+    "IMAGE_MISSING",
     "IMAGE_OUTSIDE",
     "MISSING_IMAGES",
     "MISSING_IMAGES_OPTION",
@@ -37,16 +38,21 @@ __all__ = [
     "ImageLookup",
     "check_missing_policy",
     "image_spec",
+    "images_folder",
     "locate_image",
     "missing_images",
     "needs_image",
     "outside_images",
+    "photo_missing",
+    "unanswered_failure",
 ]
 
 #: Sample metadata key: True on a question asked without an image by the benchmark's design.
 TEXT_ONLY = "text_only"
 #: Sample metadata key: why the item's image is refused (its path leads outside the images folder).
 IMAGE_OUTSIDE = "image_outside"
+#: Sample metadata key: the path where the item's photo was looked for and is not (:func:`photo_missing`).
+IMAGE_MISSING = "image_missing"
 #: What a run asking a model does with selected samples whose image is missing: ``refuse`` to start (the
 #: default), or ``fail`` them (recorded as failures, never asked) and go on with the rest.
 MISSING_IMAGES = ("refuse", "fail")
@@ -59,6 +65,42 @@ MISSING_IMAGES_OPTION = BenchmarkOption(
     "missing_images", "choice", "fail: a --model run records the samples whose image is missing as failures and "
     "asks the rest; refuse: it does not start", default="refuse", choices=MISSING_IMAGES,
 )
+
+
+def images_folder(
+    benchmark: str,
+    images: Path | str | None,
+    *,
+    beside: Path | None = None,
+    error: type[ValueError] = ValueError,
+) -> Path | None:
+    """The ``images`` option of ``benchmark``, checked: the folder given, else ``beside`` when that is a folder
+    (a dataset that ships its photos next to its file), else None.
+
+    A folder given that is not there is refused at once (as ``error``, the benchmark's own data error),
+    naming the benchmark, instead of every photo being reported missing at the first ``--model`` run.
+    """
+    if images is not None and not Path(images).is_dir():
+        raise error(f"the {benchmark} benchmark: images folder {images} does not exist")
+    if images:
+        return Path(images)
+    return beside if beside is not None and beside.is_dir() else None
+
+
+def photo_missing(photo: ImageLookup) -> dict[str, str]:
+    """Sample metadata naming where the photo was looked for when it is not there (nothing when it is, when
+    no folder was given, or when its path is refused): what :func:`unanswered_failure` names."""
+    if photo.path is None or Path(photo.path).is_file():
+        return {}
+    return {IMAGE_MISSING: photo.path}
+
+
+def unanswered_failure(item: str, sample: Sample) -> str:
+    """The failure of ``item`` (``"GAVIE item 3"``) when the answers hold none for it, naming its photo when
+    the images folder lacks it: the likely reason a ``--model`` run could not ask it."""
+    missing = sample.metadata.get(IMAGE_MISSING)
+    why = f" (its photo {Path(missing).name} is not in the images folder)" if missing else ""
+    return f"{item}: no response for this item{why}"
 
 
 def check_missing_policy(value: Any) -> str:

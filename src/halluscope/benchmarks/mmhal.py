@@ -45,7 +45,10 @@ from halluscope.benchmarks.images import (
     ImageLookup,
     check_missing_policy,
     image_spec,
+    images_folder,
     locate_image,
+    photo_missing,
+    unanswered_failure,
 )
 from halluscope.download import ByHand, DataSet, RemoteFile
 from halluscope.jsonio import loads_json
@@ -239,10 +242,7 @@ class MMHal(Benchmark):
     ) -> None:
         self.path = resolve_template(data)
         self.missing_images = check_missing_policy(missing_images)
-        if images is not None and not Path(images).is_dir():
-            raise ValueError(f"the MMHal-Bench benchmark: images folder {images} does not exist")
-        default_images = self.path.parent / "images"
-        self.images = Path(images) if images else (default_images if default_images.is_dir() else None)
+        self.images = images_folder("MMHal-Bench", images, beside=self.path.parent / "images")
         chosen = []
         for value in types or []:
             kind = value.strip().lower()
@@ -279,15 +279,13 @@ class MMHal(Benchmark):
             metadata["problem"] = f"MMHal-Bench item {position}: missing or empty field(s) {', '.join(missing)}"
         photo = self._image(record)
         metadata.update(photo.metadata)
-        image_path = Path(photo.path) if photo.path else None
-        if image_path is not None and not image_path.is_file():
-            metadata["image_missing"] = str(image_path)
+        metadata.update(photo_missing(photo))
         return Sample(
             id=str(position),
             benchmark=self.name,
             prompt=str(record.get("question") or ""),
             image_id=str(record["image_id"]) if record.get("image_id") is not None else None,
-            image_path=str(image_path) if image_path else None,
+            image_path=photo.path,
             reference=str(record.get("gt_answer") or "") or None,
             metadata=metadata,
         )
@@ -331,9 +329,7 @@ class MMHal(Benchmark):
             if sample.metadata.get("problem"):
                 failures[sample.id] = (str(sample.metadata["problem"]), None)
             elif response is None:
-                missing = sample.metadata.get("image_missing")
-                why = f" (its photo {Path(missing).name} is not in the images folder)" if missing else ""
-                failures[sample.id] = (f"MMHal-Bench item {sample.id}: no response for this item{why}", None)
+                failures[sample.id] = (unanswered_failure(f"MMHal-Bench item {sample.id}", sample), None)
             elif not isinstance(judge, MMHalJudge):
                 name = getattr(judge, "name", None)
                 failures[sample.id] = (

@@ -22,12 +22,12 @@ import asyncio
 import hashlib
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from halluscope.cache import Cache
 from halluscope.llm.client import FATAL_ERRORS, LLMError
-from halluscope.llm.stage import LLMStageOptions, llm_stage_client
+from halluscope.llm.stage import LLMStage
 from halluscope.registry import Registry
 from halluscope.scene.tuples import SceneTuple, TupleParseError, claims_to_tuples, parse_tuple
 from halluscope.stages import Failure
@@ -118,26 +118,15 @@ def parse_tuple_lines(reply: str) -> list[SceneTuple]:
     return list(dict.fromkeys(out))
 
 
-class LLMTupleExtractor(TupleExtractor):
+class LLMTupleExtractor(LLMStage, TupleExtractor):
     """Answer → DSG tuples with an LLM. Options: those of every LLM stage
     (:class:`~halluscope.llm.stage.LLMStageOptions`; ``timeout_s`` 120 and ``max_tokens`` 512 by default),
     ``cache``."""
 
     name: ClassVar[str] = "llm"
-
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        cache: Cache | None = None,
-        **options: Any,
-    ) -> None:
-        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
-        parsed = LLMStageOptions.parse("tuple extractor 'llm'", given, timeout_s=120.0, max_tokens=512)
-        self.client = llm_stage_client("tuple extractor 'llm'", parsed, cache=cache)
-        self.max_tokens = parsed.max_tokens or 512
+    component = "tuple extractor 'llm'"
+    option_defaults: ClassVar[Mapping[str, Any]] = {"timeout_s": 120.0, "max_tokens": 512}
+    reply_tokens = 512
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -169,9 +158,6 @@ class LLMTupleExtractor(TupleExtractor):
                 return Failure(f"tuple extraction failed: {error}")
 
         return list(await asyncio.gather(*(one(t) for t in texts)))
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
 
 
 # -- rules ----------------------------------------------------------------------------------------------

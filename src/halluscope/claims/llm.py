@@ -18,12 +18,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
-from halluscope.cache import Cache
 from halluscope.llm.client import FATAL_ERRORS, LLMError
-from halluscope.llm.stage import LLMStageOptions, llm_stage_client
+from halluscope.llm.stage import LLMStage
 from halluscope.stages import Extractor, Failure
 from halluscope.types import Claim
 
@@ -107,27 +106,16 @@ def parse_triples(reply: str) -> list[Claim]:
 
 
 
-class LLMExtractor(Extractor):
+class LLMExtractor(LLMStage, Extractor):
     """Answer → triples with an LLM, Tri-HE style. Options: those of every LLM stage
     (:class:`~halluscope.llm.stage.LLMStageOptions`; ``timeout_s`` 120 and ``max_tokens`` per answer 512 by
     default), ``cache`` (chat results cached by content).
     """
 
     name = "llm"
-
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        cache: Cache | None = None,
-        **options: Any,
-    ) -> None:
-        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
-        self.options = LLMStageOptions.parse("extractor 'llm'", given, timeout_s=120.0, max_tokens=512)
-        self.client = llm_stage_client("extractor 'llm'", self.options, cache=cache)
-        self.max_tokens = self.options.max_tokens or 512
+    component = "extractor 'llm'"
+    option_defaults: ClassVar[Mapping[str, Any]] = {"timeout_s": 120.0, "max_tokens": 512}
+    reply_tokens = 512
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -167,6 +155,3 @@ class LLMExtractor(Extractor):
             if isinstance(result, BaseException):
                 raise result  # an auth failure or bad request (every answer would fail alike) or a bug
         return [r for r in results if not isinstance(r, BaseException)]
-
-    async def aclose(self) -> None:
-        await self.client.aclose()

@@ -2,38 +2,29 @@
 
 Why: a table with ``failed 2`` and nothing else makes the user open ``samples.jsonl`` to learn which items
 failed and why. The first few failures are printed, one line each naming the item and the problem (each
-failure's text already names its item), and how many more there are.
+failure's text already names its item), and how many more there are. The run hands them over
+(:class:`~halluscope.runs.failures.FailedSamples`): nothing is read again to find them.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
-#: Failures printed one by one; the rest are counted.
-SHOWN = 5
+if TYPE_CHECKING:
+    from halluscope.runs.failures import FailedSamples
 
 
-def show_failures(err_console: Any, run_dir: Path) -> None:
-    """After the metrics table: each failed sample's reason (the first :data:`SHOWN`), else nothing."""
-    from halluscope.runs.store import read_records
-
-    try:
-        failed = [record for record in read_records(run_dir) if record.failure]
-    except (OSError, ValueError):
-        return  # the run's own messages have said what is wrong with its folder
-    if not failed:
+def show_failures(err_console: Any, failures: FailedSamples) -> None:
+    """After the metrics table: each failed sample's reason (the first few the run kept), else nothing."""
+    if not failures.count:
         return
+    from rich.markup import escape
+
     err_console.print(
-        f"[yellow]{len(failed)} sample(s) could not be scored (each reason is in samples.jsonl; fix the "
+        f"[yellow]{failures.count} sample(s) could not be scored (each reason is in samples.jsonl; fix the "
         "cause and run the same command again: only these are redone):[/yellow]"
     )
-    for record in failed[:SHOWN]:
-        reason = str(record.failure)
-        if record.id not in reason:
-            reason = f"sample {record.id}: {reason}"
-        err_console.print(f"  [yellow]•[/yellow] {escape(reason[:300])}")
-    if len(failed) > SHOWN:
-        err_console.print(f"  … and {len(failed) - SHOWN} more")
+    for failed in failures.first:
+        err_console.print(f"  [yellow]•[/yellow] {escape(failed.reason()[:300])}")
+    if failures.more:
+        err_console.print(f"  … and {failures.more} more")

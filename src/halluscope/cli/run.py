@@ -154,7 +154,7 @@ def execute_and_show(config: RunConfig) -> None:
     except StageFailureError as error:
         warn_corrupt(console(stderr=True), error.report)
         show_metrics(error.report, config.out)
-        show_failures(console(stderr=True), config.out)
+        show_failures(console(stderr=True), error.failures)
         fail(
             f"{error} — the metrics above rest on the samples that were scored. Fix the cause and re-run "
             "the same command: the failed samples are retried, the rest are kept.",
@@ -284,7 +284,7 @@ def show_outcome(outcome: RunOutcome, out: Path) -> None:
 
     out_console = console()
     show_metrics(outcome.report, out)
-    show_failures(console(stderr=True), out)
+    show_failures(console(stderr=True), outcome.failures)
     imported = outcome.responses_file
     if imported.get("labels"):
         out_console.print(f"labels: {imported['labels']}")

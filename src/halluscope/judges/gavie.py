@@ -27,9 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from halluscope.cache import Cache
 from halluscope.llm.client import LLMAuthError, LLMError
-from halluscope.llm.stage import LLMStageOptions, llm_stage_client
+from halluscope.llm.stage import LLMStage
 from halluscope.stages import AnswerJudge, Failure
 
 __all__ = ["MAX_SCORE", "GavieGrade", "GavieItem", "GavieJudge", "GavieLLMJudge", "Region", "parse_scores"]
@@ -171,26 +170,14 @@ def render_item(item: GavieItem) -> str:
     return f"Region descriptions:\n{regions}\n\nInstruction: {item.instruction}\n\nAnswer: {answer}"
 
 
-class GavieLLMJudge(GavieJudge):
+class GavieLLMJudge(LLMStage, GavieJudge):
     """``gavie-llm``: the two scores asked of any OpenAI-compatible endpoint, or of the packaged local model
     with ``--judge-model local``. Options: those of every LLM stage
     (:class:`~halluscope.llm.stage.LLMStageOptions`; ``timeout_s`` 120, ``max_tokens`` 120), ``cache``."""
 
     name = "gavie-llm"
-
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        cache: Cache | None = None,
-        **options: Any,
-    ) -> None:
-        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
-        self.options = LLMStageOptions.parse("judge 'gavie-llm'", given, timeout_s=120.0)
-        self.max_tokens = self.options.max_tokens or DEFAULT_MAX_TOKENS
-        self.client = llm_stage_client("judge 'gavie-llm'", self.options, cache=cache)
+    component = "judge 'gavie-llm'"
+    reply_tokens = DEFAULT_MAX_TOKENS
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -217,6 +204,3 @@ class GavieLLMJudge(GavieJudge):
 
     async def grade_many(self, items: Sequence[GavieItem]) -> list[GavieGrade | Failure]:
         return list(await asyncio.gather(*(self._one(item) for item in items)))
-
-    async def aclose(self) -> None:
-        await self.client.aclose()

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from halluscope.cache import Cache
 from halluscope.judges.answers import parse_yes_no
 from halluscope.llm.client import ChatResult, LLMAuthError, LLMBadRequestError, LLMError
-from halluscope.llm.stage import LLMStageOptions, llm_stage_client
+from halluscope.llm.stage import LLMStage
 from halluscope.options import check_options
 from halluscope.stages import AnswerJudge, Failure
 
@@ -154,28 +154,15 @@ class VLMEvalKitGrader(HallusionGrader):
         return out
 
 
-class LLMGrader(HallusionGrader):
+class LLMGrader(LLMStage, HallusionGrader):
     """``llm``: grades predictions with an LLM on any OpenAI-compatible endpoint. Options: those of every
     LLM stage (:class:`~halluscope.llm.stage.LLMStageOptions`: ``model``, ``base_url``, ``api_key_env``,
     ``concurrency``, ``timeout_s``, ``max_retries``, ``max_tokens``)."""
 
     name: ClassVar[str] = "llm"
-
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        cache: Cache | None = None,
-        **options: Any,
-    ) -> None:
-        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
-        self.options = LLMStageOptions.parse(
-            "the HallusionBench grader", given, timeout_s=60.0, max_tokens=REPLY_TOKENS
-        )
-        self.max_tokens = self.options.max_tokens or REPLY_TOKENS
-        self.client = llm_stage_client("the HallusionBench grader", self.options, cache=cache)
+    component = "the HallusionBench grader"
+    option_defaults: ClassVar[Mapping[str, Any]] = {"timeout_s": 60.0, "max_tokens": REPLY_TOKENS}
+    reply_tokens = REPLY_TOKENS
 
     def identity(self) -> dict[str, Any]:
         return {"judge": self.name, "grades": self.answers_of, **self.client.identity()}
@@ -205,6 +192,3 @@ class LLMGrader(HallusionGrader):
             return verdict
 
         return list(await asyncio.gather(*(one(*item) for item in items)))
-
-    async def aclose(self) -> None:
-        await self.client.aclose()

@@ -29,9 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from halluscope.cache import Cache
 from halluscope.llm.client import LLMAuthError, LLMError
-from halluscope.llm.stage import LLMStageOptions, llm_stage_client
+from halluscope.llm.stage import LLMStage
 from halluscope.stages import AnswerJudge, Failure
 
 __all__ = [
@@ -206,7 +205,7 @@ class CallStats:
     cached: int = 0
 
 
-class MMHalLLMJudge(MMHalJudge):
+class MMHalLLMJudge(LLMStage, MMHalJudge):
     """``mmhal-llm``. Options: those of every LLM stage (:class:`~halluscope.llm.stage.LLMStageOptions`;
     ``timeout_s`` 120 by default, ``max_tokens`` 200, 24 with ``rating_first``), ``rating_first`` (ask for
     the rating before the reason: much faster on a small local model; the default on the packaged local
@@ -214,20 +213,12 @@ class MMHalLLMJudge(MMHalJudge):
     """
 
     name = "mmhal-llm"
+    component = "judge 'mmhal-llm'"
+    own_options = ("rating_first",)
+    reply_tokens = DEFAULT_MAX_TOKENS
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        rating_first: bool | str | None = None,
-        cache: Cache | None = None,
-        **options: Any,
-    ) -> None:
-        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
-        self.options, _ = LLMStageOptions.split("judge 'mmhal-llm'", given, ("rating_first",), timeout_s=120.0)
-        self.client = llm_stage_client("judge 'mmhal-llm'", self.options, cache=cache)
+    def configure(self, own: dict[str, Any]) -> None:
+        rating_first: bool | str | None = own.get("rating_first")
         if isinstance(rating_first, str):
             rating_first = rating_first.strip().lower() in ("1", "true", "yes")
         # Unset: rating first on the packaged local model, whose reasons cost seconds a token at a time (the
@@ -284,6 +275,3 @@ class MMHalLLMJudge(MMHalJudge):
                 raise result
             out.append(result)
         return out
-
-    async def aclose(self) -> None:
-        await self.client.aclose()

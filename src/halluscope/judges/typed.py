@@ -45,8 +45,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
-
 from halluscope.cache import Cache
 from halluscope.options import check_options
 from halluscope.scene.direction import fact_text
@@ -229,6 +227,10 @@ class TypedJudge(Judge):
         return out
 
     def _similarities(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        # numpy only when there is something to compare: a re-run of a finished run builds this judge (its
+        # identity is in spec.json) and scores nothing, and importing numpy was a fifth of a second of it.
+        import numpy as np
+
         texts = list(dict.fromkeys(t for pair in pairs for t in pair))
         vectors = np.asarray(self.embedder.encode(texts), dtype=np.float64)
         row = {t: i for i, t in enumerate(texts)}

@@ -26,14 +26,14 @@ import asyncio
 import re
 import threading
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from halluscope.cache import Cache, content_key
 from halluscope.llm.client import LLMAuthError, LLMError
 from halluscope.llm.replies import unreadable_reply
-from halluscope.llm.stage import LLMStageOptions, llm_stage_client
+from halluscope.llm.stage import LLMStage
 from halluscope.options import check_options
 from halluscope.stages import AnswerJudge, Failure
 
@@ -103,30 +103,20 @@ def parse_three_way(reply: str) -> str | None:
     return words[0] if words[0] in ANSWER_SCORES else None
 
 
-class VLMEntailment(VisualEntailment):
+class VLMEntailment(LLMStage, VisualEntailment):
     """A VLM on any OpenAI-compatible endpoint asked yes / maybe / no. Options: those of every LLM stage
     (:class:`~halluscope.llm.stage.LLMStageOptions`; here ``timeout_s`` 120 and ``max_tokens`` 5 by
     default), ``max_side`` (image downscaling), ``cache``."""
 
     name: ClassVar[str] = "vlm"
     max_score: ClassVar[float] = max(ANSWER_SCORES.values())
+    component = "entailment 'vlm'"
+    option_defaults: ClassVar[Mapping[str, Any]] = {"timeout_s": 120.0, "max_tokens": 5}
+    own_options = ("max_side",)
+    reply_tokens = 5
 
-    def __init__(
-        self,
-        *,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        cache: Cache | None = None,
-        **options: Any,
-    ) -> None:
-        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
-        self.options, extra = LLMStageOptions.split(
-            "entailment 'vlm'", given, ["max_side"], timeout_s=120.0, max_tokens=5
-        )
-        self.client = llm_stage_client("entailment 'vlm'", self.options, cache=cache)
-        self.max_tokens = self.options.max_tokens or 5
-        self.max_side = int(extra.get("max_side", 768))
+    def configure(self, own: dict[str, Any]) -> None:
+        self.max_side = int(own.get("max_side", 768))
 
     def identity(self) -> dict[str, Any]:
         prompt = content_key("prove-vlm-entailment", VLM_PROMPT, ANSWER_SCORES)[:12]
@@ -170,9 +160,6 @@ class VLMEntailment(VisualEntailment):
 
     async def entail_many(self, pairs: Sequence[tuple[str | None, str]]) -> list[Score]:
         return list(await asyncio.gather(*(self._one(path, text) for path, text in pairs)))
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
 
 
 class ITMEntailment(VisualEntailment):

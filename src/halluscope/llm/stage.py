@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from halluscope.options import check_options
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from halluscope.cache import Cache
     from halluscope.llm.client import ChatClient
 
-__all__ = ["LLM_STAGE_OPTIONS", "LLMStageOptions", "llm_stage_client"]
+__all__ = ["LLM_STAGE_OPTIONS", "LLMStage", "LLMStageOptions", "llm_stage_client"]
 
 
 @dataclass(frozen=True)
@@ -116,3 +116,50 @@ def llm_stage_client(component: str, options: LLMStageOptions, *, cache: Cache |
         max_retries=options.max_retries,
         cache=cache,
     )
+
+
+class LLMStage:
+    """The half every LLM-backed extractor and judge shares: its endpoint options, parsed under one set of
+    names, and the chat client built from them (a fleet when ``base_url`` lists several replicas).
+
+    Why: the stages repeated one constructor (the endpoint keywords, the parse, the client, the reply
+    length, closing the client) word for word. A stage subclasses this beside its own interface
+    (``class GavieLLMJudge(LLMStage, GavieJudge)``) and declares only what differs: its name in messages
+    (:attr:`component`), its defaults (:attr:`option_defaults`, :attr:`reply_tokens`), and the options of its
+    own (:attr:`own_options`, read in :meth:`configure`); its prompt and its reply parser stay in its module.
+
+    ``base_url`` is a named parameter of the constructor on purpose: :func:`halluscope.runs.setup.takes_endpoint`
+    tells a stage that talks to an endpoint by its signature.
+    """
+
+    #: The stage as messages name it ("judge 'gavie-llm'").
+    component: ClassVar[str]
+    #: Defaults of the common options for this stage (a call with an image needs a longer timeout).
+    option_defaults: ClassVar[Mapping[str, Any]] = {"timeout_s": 120.0}
+    #: Options of the stage's own, beside the common ones; given ones reach :meth:`configure`.
+    own_options: ClassVar[tuple[str, ...]] = ()
+    #: The reply's token limit when ``max_tokens`` is not given.
+    reply_tokens: ClassVar[int] = 512
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        cache: Cache | None = None,
+        **options: Any,
+    ) -> None:
+        given = {"model": model, "base_url": base_url, "api_key_env": api_key_env, **options}
+        self.options, own = LLMStageOptions.split(
+            self.component, given, self.own_options, **self.option_defaults
+        )
+        self.client = llm_stage_client(self.component, self.options, cache=cache)
+        self.max_tokens: int = self.options.max_tokens or self.reply_tokens
+        self.configure(own)
+
+    def configure(self, own: dict[str, Any]) -> None:
+        """Read the stage's own options (only those given); a stage without any has nothing to do."""
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

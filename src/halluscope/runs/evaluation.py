@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from halluscope.redact import mask_text
 from halluscope.runs.config import EvaluationError, RunConfig, StageChoice
+from halluscope.runs.failures import FailedSamples
 from halluscope.runs.selection import LimitOptionError, Selection, items_from_responses, limit_from_options
 from halluscope.runs.setup import (
     create_benchmark,
@@ -93,11 +94,13 @@ class WarningHooks:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """A finished run: where it is, its metrics, and what was read from the responses file (if any)."""
+    """A finished run: where it is, its metrics, what was read from the responses file (if any), and the
+    samples it could not score (how many, the first few named)."""
 
     run_dir: Path
     report: MetricsReport
     responses_file: dict[str, Any] = field(default_factory=dict)
+    failures: FailedSamples = field(default_factory=FailedSamples)
 
 
 @dataclass
@@ -124,7 +127,7 @@ def execute(
     :class:`~halluscope.runs.interrupt.RunInterrupted` on Ctrl-C or SIGTERM (re-run to resume).
     """
     from halluscope.llm.errors import LLMError
-    from halluscope.runs.runner import RunSettings, run_benchmark
+    from halluscope.runs.runner import RunSettings, score_run
     from halluscope.runs.store import RunDirError
 
     hooks = hooks or WarningHooks()
@@ -147,7 +150,7 @@ def execute(
             if local.started:
                 spec["local_llm"] = local.describe()
             try:
-                report = run_benchmark(
+                scored = score_run(
                     bench, answers.responses, ctx, config.out, spec_extra=spec, show_progress=config.progress,
                     settings=RunSettings(
                         chunk_size=config.chunk_size, overwrite=config.overwrite,
@@ -162,7 +165,10 @@ def execute(
                     f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)"
                 ) from error
     return RunOutcome(
-        run_dir=config.out, report=report, responses_file=answers.spec.get("responses_file", {})
+        run_dir=config.out,
+        report=scored.report,
+        responses_file=answers.spec.get("responses_file", {}),
+        failures=scored.failures,
     )
 
 

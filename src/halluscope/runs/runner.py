@@ -30,17 +30,19 @@ finish first, so a ``metrics.json`` always describes every record in the log.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 from halluscope.gcpause import gc_frozen
 from halluscope.jsonio import write_json_atomic
 from halluscope.metrics.stats.interval import DEFAULT_LEVEL
 from halluscope.redact import mask_data
+from halluscope.runs.failures import FailedSamples
 from halluscope.runs.finished import FinishedMetrics, finished_key, forget_metrics, remember_metrics
 from halluscope.runs.images import name_refused_images
 from halluscope.runs.interrupt import run_async
@@ -62,6 +64,8 @@ from halluscope.stages import BenchmarkInterface, MetricTable, ScoringContext
 from halluscope.types import MetricsReport, Response, SampleRecord
 from halluscope.version import __version__
 
+P = ParamSpec("P")
+
 #: The default largest share of samples (that reached the extractor or judge) a stage may fail on before
 #: the run counts as failed. A few failures are worth a retry on the next run; more mean a broken stage.
 DEFAULT_MAX_FAILURE_SHARE = 0.1
@@ -70,12 +74,22 @@ DEFAULT_MAX_FAILURE_SHARE = 0.1
 class StageFailureError(RuntimeError):
     """A stage failed on too many samples; ``metrics.json`` was written but rests on too few of them."""
 
-    def __init__(self, message: str, report: MetricsReport, stage: str, failed: int, reached: int) -> None:
+    def __init__(
+        self,
+        message: str,
+        report: MetricsReport,
+        stage: str,
+        failed: int,
+        reached: int,
+        failures: FailedSamples | None = None,
+    ) -> None:
         super().__init__(message)
         self.report = report
         self.stage = stage
         self.failed = failed
         self.reached = reached
+        #: Every failed sample of the run (inputs too), the first few named.
+        self.failures = failures or FailedSamples()
 
 
 class NothingMeasuredError(RuntimeError):
@@ -218,7 +232,16 @@ class RunSettings:
             raise ValueError(f"max_failure_share must be between 0 and 1, got {self.max_failure_share}")
 
 
-async def run_benchmark_async(
+@dataclass(frozen=True)
+class ScoredRun:
+    """What scoring a run gives back: its metrics, and the samples it could not score (from the records the
+    runner holds, so that no caller reads ``samples.jsonl`` again to name them)."""
+
+    report: MetricsReport
+    failures: FailedSamples
+
+
+async def score_run_async(
     benchmark: BenchmarkInterface,
     responses: Mapping[str, Response],
     ctx: ScoringContext,
@@ -229,7 +252,7 @@ async def run_benchmark_async(
     progress: ProgressSink | None = None,
     model_failures: Mapping[str, str] | None = None,
     selection: Selection | None = None,
-) -> MetricsReport:
+) -> ScoredRun:
     """Score the samples of ``selection`` (every sample of ``benchmark`` when None) into ``out_dir``; see the
     module docstring for resuming.
 
@@ -274,8 +297,9 @@ async def run_benchmark_async(
                 report = _measure(benchmark, records, ctx, settings.interval_level, out_dir, scan)
                 write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
                 remember_metrics(out_dir, key)
-    _check_outcome(records, report, settings.max_failure_share)
-    return report
+    failures = FailedSamples.of(records)
+    _check_outcome(records, report, settings.max_failure_share, failures)
+    return ScoredRun(report, failures)
 
 
 def _measure(
@@ -388,7 +412,12 @@ async def _score_pending(
         writer.close()
 
 
-def _check_outcome(records: list[SampleRecord], report: MetricsReport, max_failure_share: float) -> None:
+def _check_outcome(
+    records: list[SampleRecord],
+    report: MetricsReport,
+    max_failure_share: float,
+    failed_samples: FailedSamples,
+) -> None:
     """Raise when a stage failed on too many samples, or when nothing at all was measured."""
     over = check_stage_failures(records, max_failure_share)
     if over is not None:
@@ -400,6 +429,7 @@ def _check_outcome(records: list[SampleRecord], report: MetricsReport, max_failu
             stage,
             failed,
             reached,
+            failed_samples,
         )
     nothing = check_measured(records, report)
     if nothing is not None:
@@ -407,7 +437,7 @@ def _check_outcome(records: list[SampleRecord], report: MetricsReport, max_failu
         raise NothingMeasuredError(nothing, report, failures)
 
 
-def run_benchmark(
+def score_run(
     benchmark: BenchmarkInterface,
     responses: Mapping[str, Response],
     ctx: ScoringContext,
@@ -418,18 +448,46 @@ def run_benchmark(
     show_progress: bool = True,
     model_failures: Mapping[str, str] | None = None,
     selection: Selection | None = None,
-) -> MetricsReport:
-    """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked.
+) -> ScoredRun:
+    """Synchronous entry point around :func:`score_run_async`, with a progress bar if asked.
 
     Ctrl-C or SIGTERM stop it promptly with :class:`~halluscope.runs.interrupt.RunInterrupted`.
     """
     progress = make_progress(show_progress)
     try:
         return run_async(
-            run_benchmark_async(
+            score_run_async(
                 benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, progress=progress,
                 model_failures=model_failures, selection=selection,
             )
         )
     finally:
         progress.close()
+
+
+def _metrics_of(scoring: Callable[P, ScoredRun]) -> Callable[P, MetricsReport]:
+    """``scoring`` giving back only the metrics, as callers written before :class:`ScoredRun` expect."""
+
+    @functools.wraps(scoring)
+    def metrics(*args: P.args, **kwargs: P.kwargs) -> MetricsReport:
+        return scoring(*args, **kwargs).report
+
+    return metrics
+
+
+def _metrics_of_async(
+    scoring: Callable[P, Coroutine[Any, Any, ScoredRun]],
+) -> Callable[P, Coroutine[Any, Any, MetricsReport]]:
+    """:func:`_metrics_of` for a coroutine function."""
+
+    @functools.wraps(scoring)
+    async def metrics(*args: P.args, **kwargs: P.kwargs) -> MetricsReport:
+        return (await scoring(*args, **kwargs)).report
+
+    return metrics
+
+
+#: :func:`score_run` giving back its metrics: the samples that failed are in the run's log.
+run_benchmark = _metrics_of(score_run)
+#: :func:`score_run_async` giving back its metrics: the samples that failed are in the run's log.
+run_benchmark_async = _metrics_of_async(score_run_async)
