@@ -1,22 +1,23 @@
-"""The packaged local LLM judges, the old way and the new way, on one fixed sample in one run: seconds per item
-and how many verdicts differ.
+"""The packaged local LLM judges, each way they have been asked, on one fixed sample in one run: seconds per
+item and how many verdicts differ from the way before.
 
-Old way (halluscope before issue 33, what ``--judge-model local`` did): MMHal-Bench's judge asks for reasons
-first and a ``Rating: N`` line at the end (up to 200 tokens); Tri-HE's per-claim judge lets the reply run on
-to 100 tokens after its verdict line. New way: MMHal-Bench's rating first and one short sentence (up to 24
-tokens; the judge measured against hand labels in ``judges/data/agreement.json``); Tri-HE's reply held by a
-llama.cpp grammar to the two verdict forms its prompt asks for. Both ways: one llama.cpp server (the
-packaged Qwen2.5-Coder-1.5B GGUF, started as ``--judge-model local`` starts it), one request at a time, so
-consecutive prompts share their cached prefix (the fixed instructions come first in every prompt), and no
-halluscope cache (every call is made).
+MMHal-Bench's judge: ``reasons`` (reasons first and a ``Rating: N`` line at the end, up to 200 tokens: what
+``--judge-model local`` did at first), ``rating`` (the rating line first, then one short sentence, up to 24
+tokens: the configuration measured against hand labels) and ``grammar`` (the same prompt, the reply held to
+the rating line by a llama.cpp grammar: today's default on the packaged model). Tri-HE's per-claim judge:
+``free`` (the reply runs on to 100 tokens after its verdict line) and ``grammar`` (held to the two verdict
+forms its prompt asks for: today's default). Every way: one llama.cpp server (the packaged Qwen2.5-Coder-1.5B
+GGUF, started as ``--judge-model local`` starts it), one request at a time, so consecutive prompts share their
+cached prefix (the fixed instructions come first in every prompt), and no halluscope cache (every call is made).
 
 The sample: the first ``--mmhal`` of LLaVA-7B's 96 released MMHal-Bench answers, and the first ``--claims``
 claims of the hand-labelled real Tri-HE answers (``halluscope.calibration.real``), in their order.
 
-    python bench/local_judge_speed.py [--mmhal 8] [--claims 24] [--only mmhal,tri-he] [--out FILE.json]
+    python bench/local_judge_speed.py [--mmhal 8] [--claims 24] [--only mmhal,tri-he] [--ways rating,grammar]
+                                      [--out FILE.json]
 
 Printed: the load average before and after, then for each judge and way the items, seconds per item, replies
-without a verdict, and the items whose verdict differs between the two ways (listed).
+without a verdict, and the items whose verdict differs from the way before it (listed).
 """
 
 from __future__ import annotations
@@ -77,21 +78,23 @@ def tri_he_items(count: int) -> list[JudgeItem]:
     return items
 
 
-async def judge_mmhal(items: list[Any], common: dict[str, Any], new: bool) -> list[Any]:
+async def judge_mmhal(items: list[Any], common: dict[str, Any], way: str) -> list[Any]:
     from halluscope.judges.mmhal import MMHalLLMJudge
 
-    judge = MMHalLLMJudge(**common, rating_first=None if new else False)
+    judge = MMHalLLMJudge(**common, rating_first=way != "reasons")
+    if way != "grammar":
+        judge.grammar = None
     try:
         return [None if isinstance(r, Failure) else r.rating for r in await judge.grade_many(items)]
     finally:
         await judge.aclose()
 
 
-async def judge_tri_he(items: list[JudgeItem], common: dict[str, Any], new: bool) -> list[Any]:
+async def judge_tri_he(items: list[JudgeItem], common: dict[str, Any], way: str) -> list[Any]:
     import halluscope.judges.llm as llm
 
     grammar = llm.PER_CLAIM_GRAMMAR
-    llm.PER_CLAIM_GRAMMAR = grammar if new else None  # type: ignore[assignment]  # the old way: no grammar
+    llm.PER_CLAIM_GRAMMAR = grammar if way == "grammar" else None  # type: ignore[assignment]  # free: none
     judge = llm.LLMJudge(mode="per-claim", **common)
     out: list[Any] = []
     try:
@@ -108,17 +111,27 @@ async def judge_tri_he(items: list[JudgeItem], common: dict[str, Any], new: bool
 
 
 def compare(name: str, unit: str, count: int, runs: dict[str, tuple[list[Any], float]]) -> dict[str, Any]:
-    (old, old_s), (new, new_s) = runs["old"], runs["new"]
-    differ = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
-    row = {
-        "judge": name, "unit": unit, "items": count,
-        "old_s_per_item": round(old_s / count, 2), "new_s_per_item": round(new_s / count, 2),
-        "old_unjudged": old.count(None), "new_unjudged": new.count(None),
-        "differ": len(differ), "differences": [(i, old[i], new[i]) for i in differ], "old": old, "new": new,
-    }  # fmt: skip
-    print(f"{name}: {count} {unit}s, old {row['old_s_per_item']} s/{unit}, new {row['new_s_per_item']} s/{unit}; "
-          f"unjudged old {row['old_unjudged']} new {row['new_unjudged']}; verdicts differing: {len(differ)}"
-          f" {row['differences']}", flush=True)  # fmt: skip
+    row: dict[str, Any] = {"judge": name, "unit": unit, "items": count, "ways": {}}
+    before: list[Any] | None = None
+    for way, (verdicts, seconds) in runs.items():
+        differ = (
+            []
+            if before is None
+            else [i for i, (a, b) in enumerate(zip(before, verdicts, strict=True)) if a != b]
+        )
+        row["ways"][way] = {
+            "s_per_item": round(seconds / count, 2), "unjudged": verdicts.count(None), "verdicts": verdicts,
+            "differ_from_way_before": len(differ),
+            "differences": [(i, before[i], verdicts[i]) for i in differ] if before is not None else [],
+        }  # fmt: skip
+        shown = (
+            ""
+            if before is None
+            else f"; differing from the way before: {len(differ)} {row['ways'][way]['differences']}"
+        )
+        print(f"{name} {way}: {count} {unit}s, {row['ways'][way]['s_per_item']} s/{unit}, "
+              f"unjudged {verdicts.count(None)}{shown}", flush=True)  # fmt: skip
+        before = verdicts
     return row
 
 
@@ -127,6 +140,7 @@ def main() -> None:
     parser.add_argument("--mmhal", type=int, default=8, help="MMHal-Bench answers")
     parser.add_argument("--claims", type=int, default=24, help="Tri-HE claims")
     parser.add_argument("--only", default="tri-he,mmhal")
+    parser.add_argument("--ways", help="ways to time, in order (default: every way of each judge)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     from halluscope.llm.local import LocalLLM
@@ -137,15 +151,16 @@ def main() -> None:
         server = local.server()  # started before the clock: both ways share it
         common = {"model": server.model, "base_url": server.base_url, "concurrency": 1, "timeout_s": 900.0,
                   "cache": Cache(None)}  # fmt: skip
-        cases = {"mmhal": (mmhal_items(args.mmhal), judge_mmhal, "answer"),
-                 "tri-he": (tri_he_items(args.claims), judge_tri_he, "claim")}  # fmt: skip
+        cases = {"mmhal": (mmhal_items(args.mmhal), judge_mmhal, "answer", ("reasons", "rating", "grammar")),
+                 "tri-he": (tri_he_items(args.claims), judge_tri_he, "claim", ("free", "grammar"))}  # fmt: skip
         for name in args.only.split(","):
-            items, judge, unit = cases[name]
+            items, judge, unit, every_way = cases[name]
+            ways = [w for w in (args.ways.split(",") if args.ways else every_way) if w in every_way]
             count = len(items) if unit == "answer" else sum(len(i.claims) for i in items)
             runs = {}
-            for way in ("old", "new"):
+            for way in ways:
                 began = time.perf_counter()
-                verdicts = asyncio.run(judge(items, common, way == "new"))
+                verdicts = asyncio.run(judge(items, common, way))
                 runs[way] = (verdicts, time.perf_counter() - began)
             rows.append(compare(name, unit, count, runs))
     print(f"load average {os.getloadavg()}", flush=True)
