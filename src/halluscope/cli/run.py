@@ -284,7 +284,7 @@ def show_outcome(outcome: RunOutcome, out: Path) -> None:
 
     out_console = console()
     show_metrics(outcome.report, out)
-    show_failures(console(stderr=True), out)
+    show_failures(console(stderr=True), out, outcome.failed)
     imported = outcome.responses_file
     if imported.get("labels"):
         out_console.print(f"labels: {imported['labels']}")

@@ -98,6 +98,8 @@ class RunOutcome:
     run_dir: Path
     report: MetricsReport
     responses_file: dict[str, Any] = field(default_factory=dict)
+    #: The id and failure of each sample the run could not score, in the log's order (what the terminal names).
+    failed: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -135,6 +137,7 @@ def execute(
     chosen = select_first(bench, config.limit)  # the one selection the model is asked and the scoring uses
     _check_stages(config, bench, chosen)
     store = _open_cache(config, hooks)
+    failed: list[tuple[str, str]] = []
     with _holding_out(config):  # one process writes a run folder, from the first answer to metrics.json
         try:
             answers = _gather_answers(config, bench, chosen, store, hooks, inline_responses)
@@ -153,7 +156,7 @@ def execute(
                         chunk_size=config.chunk_size, overwrite=config.overwrite,
                         max_failure_share=config.max_failure_share, interval_level=config.ci,
                     ),
-                    model_failures=answers.model_failures, selection=selection,
+                    model_failures=answers.model_failures, selection=selection, failed=failed,
                 )  # fmt: skip
             except RunDirError as error:
                 raise _run_dir_error(config, error) from error
@@ -162,7 +165,10 @@ def execute(
                     f"{type(error).__name__}: {error} (finished samples are saved; re-run to resume)"
                 ) from error
     return RunOutcome(
-        run_dir=config.out, report=report, responses_file=answers.spec.get("responses_file", {})
+        run_dir=config.out,
+        report=report,
+        responses_file=answers.spec.get("responses_file", {}),
+        failed=tuple(failed),
     )
 
 

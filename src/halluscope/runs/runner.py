@@ -229,9 +229,13 @@ async def run_benchmark_async(
     progress: ProgressSink | None = None,
     model_failures: Mapping[str, str] | None = None,
     selection: Selection | None = None,
+    failed: list[tuple[str, str]] | None = None,
 ) -> MetricsReport:
     """Score the samples of ``selection`` (every sample of ``benchmark`` when None) into ``out_dir``; see the
     module docstring for resuming.
+
+    ``failed``, when given, receives the id and failure of every sample the run could not score, so the caller
+    can name them without reading the run log again.
 
     Each headline metric the benchmark declares gets its confidence interval (at ``settings.interval_level``)
     in ``metrics.json`` (``intervals``), computed from the declarations, never per benchmark.
@@ -274,6 +278,8 @@ async def run_benchmark_async(
                 report = _measure(benchmark, records, ctx, settings.interval_level, out_dir, scan)
                 write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
                 remember_metrics(out_dir, key)
+    if failed is not None:
+        failed.extend((r.id, str(r.failure)) for r in records if r.failure)
     _check_outcome(records, report, settings.max_failure_share)
     return report
 
@@ -418,6 +424,7 @@ def run_benchmark(
     show_progress: bool = True,
     model_failures: Mapping[str, str] | None = None,
     selection: Selection | None = None,
+    failed: list[tuple[str, str]] | None = None,
 ) -> MetricsReport:
     """Synchronous entry point around :func:`run_benchmark_async`, with a progress bar if asked.
 
@@ -428,7 +435,7 @@ def run_benchmark(
         return run_async(
             run_benchmark_async(
                 benchmark, responses, ctx, out_dir, spec_extra=spec_extra, settings=settings, progress=progress,
-                model_failures=model_failures, selection=selection,
+                model_failures=model_failures, selection=selection, failed=failed,
             )
         )
     finally:

@@ -23,7 +23,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -85,10 +85,17 @@ def write_metric_tables(
     used = {d.table for d in declarations}
     payload = {
         "declarations": [asdict(d) for d in declarations],
-        "tables": {name: asdict(table) for name, table in tables.items() if name in used},
+        "tables": {name: _shallow(table) for name, table in tables.items() if name in used},
     }
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"  # compact: one row per item
     write_text_atomic(Path(run_dir) / TABLES_FILE, text)
+
+
+def _shallow(table: MetricTable) -> dict[str, Any]:
+    """A table's fields as JSON takes them. Not ``dataclasses.asdict``: that deep-copies every cell of every
+    column (177,000 calls for Reefknot's 16,690 yes/no and multiple-choice rows) only for the copy to be
+    serialised and dropped; the JSON text is the same."""
+    return {item.name: getattr(table, item.name) for item in fields(table)}
 
 
 def read_metric_tables(run_dir: Path) -> tuple[list[MetricDeclaration], dict[str, MetricTable]]:
