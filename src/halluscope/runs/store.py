@@ -20,7 +20,6 @@ import contextlib
 import functools
 import inspect
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
@@ -218,20 +217,33 @@ def records_as_logged(
 
 
 def _reads_back_as_is(record: SampleRecord) -> bool:
-    return not record.claims and _plain(record.metadata) and _plain(record.model_extra or {})
+    return not record.claims and _plain([record.metadata, record.model_extra or {}])
+
+
+#: The types JSON reads back as themselves, besides finite floats, lists and string-keyed objects.
+_JSON_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def _plain(value: Any) -> bool:
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return True
-    if kind is float:
-        return math.isfinite(value)
-    if kind is dict:
-        return all(type(key) is str and _plain(item) for key, item in value.items())
-    if kind is list:
-        return all(_plain(item) for item in value)
-    return False
+    """``value`` holds only what JSON reads back as itself (walked without recursion: one call per record)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _JSON_SCALARS:
+            continue
+        if kind is float:
+            if item - item != 0.0:  # NaN and the infinities give NaN
+                return False
+        elif kind is list:
+            stack.extend(item)
+        elif kind is dict:
+            if not all(type(key) is str for key in item):
+                return False
+            stack.extend(item.values())
+        else:
+            return False
+    return True
 
 
 def rewrite_records(run_dir: Path, records: Iterable[SampleRecord]) -> None:
