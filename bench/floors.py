@@ -25,7 +25,11 @@ both alike), reporting the best and the median of each side, their ratio, and th
     loaded once and warmed up first (load excluded from both sides). Floor: every distinct string encoded
     once in batched calls and the same cosine-threshold verdicts (``bench/similarity_speed.py``'s ideal
     path). halluscope: :class:`~halluscope.judges.similarity.SimilarityJudge` with an empty embedding cache
-    (a fresh SQLite file per repeat). Same model, same torch threads; verdicts compared claim by claim.
+    (a fresh SQLite file per repeat). Same model, same torch threads; verdicts compared claim by claim. The
+    judge's one-time cost in a process, loading WordNet to orient its verdicts' evidence (about 1.5 s, in a
+    thread while the model encodes), falls in its first repeat.
+    The claims are Tri-HE's ground truth, so every verdict is "supported"; ``bench/similarity_speed.py
+    --mismatched`` covers hallucinated verdicts too.
 
 Run (from the repository root; ``$HALLUSCOPE_SHARED`` or ``../shared`` holds the data)::
 
