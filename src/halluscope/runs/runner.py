@@ -274,7 +274,9 @@ async def run_benchmark_async(
             # A run that ends with the log, spec and code of its last metrics.json reads it back.
             report = finished.reuse(out_dir, key) if finished is not None else None
             records = (
-                scan.records if report is not None and not changed else records_as_logged(out_dir, kept, written)
+                scan.records
+                if report is not None and not changed
+                else records_as_logged(out_dir, kept, written)
             )
             if report is None:
                 report = _measure(benchmark, records, ctx, settings.interval_level, out_dir, scan)
