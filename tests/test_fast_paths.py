@@ -12,7 +12,7 @@ from pathlib import Path
 
 from halluscope.gcpause import gc_frozen
 from halluscope.judges.answers import parse_yes_no
-from halluscope.runs.store import SAMPLES_FILE, scan_records
+from halluscope.runs.store import SAMPLES_FILE, RecordWriter, read_records, records_as_logged, scan_records
 from halluscope.types import SampleRecord
 
 
@@ -96,3 +96,34 @@ def test_a_freeze_made_by_the_process_itself_is_left_in_place() -> None:
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def test_records_kept_in_memory_are_what_the_log_reads_back(tmp_path: Path) -> None:
+    kept = SampleRecord(id="k", prompt="p", response="No.", correct=False)
+    plain = [
+        SampleRecord(
+            id="a", prompt="p", response="Yes.", correct=True, answer_probs={"yes": 0.9, "no": 0.1},
+            entropy=0.4689955935892812, metadata={"line": 3, "options": {"A": "on", "B": "under"}},
+        ),
+        SampleRecord(id="b", prompt="p", response=None, failure="no response for this sample", pair=None),
+        SampleRecord(id="a", prompt="p", response="No.", correct=False),  # a repeated id: the first one wins
+    ]  # fmt: skip
+    writer = RecordWriter(tmp_path)
+    writer.write([kept, *plain])
+    writer.close()
+
+    in_memory = records_as_logged(tmp_path, [kept], plain)
+
+    assert in_memory == read_records(tmp_path)
+    assert in_memory[1] is plain[0]  # not read again
+
+    # Values JSON would change (a tuple becomes a list, NaN becomes null): the log is read instead.
+    odd = SampleRecord(id="c", prompt="p", response="r", pair=(1, 2), entropy=float("nan"))
+    writer = RecordWriter(tmp_path)
+    writer.write([odd])
+    writer.close()
+
+    read_back = records_as_logged(tmp_path, [kept], [*plain, odd])
+
+    assert read_back == read_records(tmp_path)
+    assert (read_back[-1].model_extra or {})["pair"] == [1, 2]

@@ -420,8 +420,8 @@ class PullReport:
         """What to fetch by hand and where to put it, in one line."""
         urls = " ".join(effective_urls(o.file.urls)[0] for o in self.failed)
         return (
-            f"{self.data_set.title}: no server could be reached; fetch {urls} into {self.folder} (keeping each file's path under "
-            f"it), then pass --data {self.folder}"
+            f"{self.data_set.title}: no server could be reached; fetch {urls} into {self.folder} (keeping each "
+            f"file's path under it), then pass --data {self.folder}"
         )
 
 

@@ -26,8 +26,10 @@ This judge cannot tell object from relation hallucination: every hallucinated ve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +44,7 @@ from halluscope.jsonio import loads_json, write_json_atomic
 from halluscope.options import check_options
 from halluscope.scene.direction import reference_text
 from halluscope.scene.graph import SceneGraph
+from halluscope.scene.names import wordnet
 from halluscope.scene.triplets import reference_sentence
 from halluscope.stages import Failure, Judge, JudgeItem
 from halluscope.types import Verdict, VerdictLabel
@@ -138,6 +141,28 @@ def _check_threshold(name: str, value: Any) -> float:
     if not -1.0 <= number <= 1.0:
         raise ValueError(f"similarity judge option {name} must lie in [-1, 1] (a cosine), got {number}")
     return number
+
+
+def _load_wordnet_meanwhile() -> None:
+    """Start loading WordNet in a thread while the model encodes, once per process.
+
+    Why: the verdicts' evidence is each reference oriented for reading (:func:`reference_text`), which needs
+    WordNet; loading it (about 1.5 s) would otherwise wait until the encoding, which mostly runs outside the
+    interpreter lock, is over. A load that fails here fails again, and is reported, where the evidence needs it.
+    """
+    global _wordnet_started
+    if _wordnet_started:
+        return
+    _wordnet_started = True
+
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            wordnet()
+
+    threading.Thread(target=load, name="halluscope-wordnet", daemon=True).start()
+
+
+_wordnet_started = False
 
 
 class SimilarityJudge(Judge):
@@ -273,6 +298,7 @@ class SimilarityJudge(Judge):
 
     def _score(self, ready: list[_Item], results: list[list[Verdict] | Failure | None]) -> None:
         embedder = self.embedder
+        _load_wordnet_meanwhile()
         # Pass 1: every distinct claim and reference sentence of the whole batch, encoded once.
         first = list(dict.fromkeys(t for it in ready for t in (*it.claim_texts, *it.ref_sents)))
         first_rows = {text: row for row, text in enumerate(first)}

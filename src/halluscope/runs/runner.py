@@ -54,7 +54,7 @@ from halluscope.runs.store import (
     RecordScan,
     RecordWriter,
     holding_run_dir,
-    read_records,
+    records_as_logged,
     rewrite_records,
     scan_records,
     start_run,
@@ -256,6 +256,9 @@ async def score_run_async(
     """Score the samples of ``selection`` (every sample of ``benchmark`` when None) into ``out_dir``; see the
     module docstring for resuming.
 
+    ``failed``, when given, receives the id and failure of every sample the run could not score, so the caller
+    can name them without reading the run log again.
+
     Each headline metric the benchmark declares gets its confidence interval (at ``settings.interval_level``)
     in ``metrics.json`` (``intervals``), computed from the declarations, never per benchmark.
 
@@ -285,14 +288,18 @@ async def score_run_async(
             (out_dir / TABLES_FILE).unlink(missing_ok=True)
         # The samples and responses stay alive throughout: the collector need not walk them again and again.
         with gc_frozen():
-            await _score_pending(
+            written = await _score_pending(
                 benchmark, pending, responses, ctx, out_dir, progress or NullProgress(),
                 total=len(samples), largest=max(1, settings.chunk_size), model_failures=model_failures,
             )  # fmt: skip
             key = finished_key(out_dir, spec, settings.interval_level)
             # A run that ends with the log, spec and code of its last metrics.json reads it back.
             report = finished.reuse(out_dir, key) if finished is not None else None
-            records = scan.records if report is not None and not changed else read_records(out_dir)
+            records = (
+                scan.records
+                if report is not None and not changed
+                else records_as_logged(out_dir, kept, written)
+            )
             if report is None:
                 report = _measure(benchmark, records, ctx, settings.interval_level, out_dir, scan)
                 write_json_atomic(out_dir / METRICS_FILE, report.model_dump(mode="json"))
@@ -392,10 +399,11 @@ async def _score_pending(
     total: int,
     largest: int,
     model_failures: Mapping[str, str] | None,
-) -> None:
-    """Score ``pending`` chunk by chunk, each chunk's records written as soon as it is scored."""
+) -> list[SampleRecord]:
+    """Score ``pending`` chunk by chunk, each chunk's records written as soon as it is scored; returns them."""
     progress.start(f"scoring {benchmark.name}", total=total, done=total - len(pending))
     writer = RecordWriter(out_dir)
+    written: list[SampleRecord] = []
     try:
         position, size = 0, min(FIRST_CHUNK, largest)
         while position < len(pending):
@@ -405,11 +413,13 @@ async def _score_pending(
             name_refused_images(records, chunk)
             settle_failures(records, model_failures)
             writer.write(records)
+            written.extend(records)
             progress.advance(len(chunk), failed=sum(1 for record in records if record.failure is not None))
             position += len(chunk)
             size = next_chunk_size(size, time.monotonic() - started, largest)
     finally:
         writer.close()
+    return written
 
 
 def _check_outcome(
