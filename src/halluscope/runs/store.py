@@ -222,6 +222,7 @@ def _reads_back_as_is(record: SampleRecord) -> bool:
 
 #: The types JSON reads back as themselves, besides finite floats, lists and string-keyed objects.
 _JSON_SCALARS = frozenset({str, int, bool, type(None)})
+_STR_ONLY = {str}
 
 
 def _plain(value: Any) -> bool:
@@ -238,7 +239,7 @@ def _plain(value: Any) -> bool:
         elif kind is list:
             stack.extend(item)
         elif kind is dict:
-            if not all(type(key) is str for key in item):
+            if item and {*map(type, item)} != _STR_ONLY:  # every key exactly a str (not a subclass)
                 return False
             stack.extend(item.values())
         else:
