@@ -241,7 +241,9 @@ def _plain(value: Any) -> bool:
         elif kind is dict:
             if item and {*map(type, item)} != _STR_ONLY:  # every key exactly a str (not a subclass)
                 return False
-            stack.extend(item.values())
+            values = item.values()
+            if not {*map(type, values)} <= _JSON_SCALARS:  # most values are scalars: no walk for those
+                stack.extend(values)
         else:
             return False
     return True
