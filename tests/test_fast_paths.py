@@ -127,3 +127,22 @@ def test_records_kept_in_memory_are_what_the_log_reads_back(tmp_path: Path) -> N
 
     assert read_back == read_records(tmp_path)
     assert (read_back[-1].model_extra or {})["pair"] == [1, 2]
+
+
+def test_plain_json_check_walks_every_level() -> None:
+    """What records_as_logged uses in memory: only values JSON reads back as themselves, at any depth."""
+    from enum import StrEnum
+
+    from halluscope.runs.store import _plain
+
+    class Word(StrEnum):
+        YES = "yes"
+
+    plain = [{}, [], "x", 2.0, {"a": 1, "b": "x", "c": None, "d": True, "e": 1.5}, [{"a": 1}, {"x": [1, "y"]}]]
+    not_plain = [
+        {"a": float("nan")}, {"a": [1, {"b": float("inf")}]}, {1: "x"}, {"a": (1,)}, {"a": {"b": {2: 3}}},
+        {"a": object()}, [float("nan")], float("-inf"), {Word.YES: 1}, {"a": Word.YES}, [Word.YES], (1,),
+        [[[float("-inf")]]],
+    ]  # fmt: skip
+    assert all(_plain(value) for value in plain)
+    assert not any(_plain(value) for value in not_plain)

@@ -247,3 +247,30 @@ def test_one_unit_gets_no_interval_rather_than_one_of_zero_width() -> None:
     two_images = ClusteredSums.from_items(scores, ["a"] * 6 + ["b"] * 6, unit="image")
     interval = cluster_bootstrap(two_images, ratio("score", "scored", scale=1.0), seed=0)
     assert interval is not None and interval.low < 5.5 < interval.high
+
+
+def _sums(values: np.ndarray, names: tuple[str, ...]) -> ClusteredSums:
+    units = values.shape[0]
+    return ClusteredSums(names=names, sums=values, cluster_ids=tuple(range(units)), n=units, unit="image")
+
+
+def test_shared_draw_gives_each_table_its_own_intervals_exactly() -> None:
+    """Tables with as many units share one draw (bootstrap_shared): every interval equals, bit for bit, the one
+    its own bootstrap_many gives; whole-number tables beside a fractional one and a table of other size too."""
+    from halluscope.metrics.stats.bootstrap import bootstrap_many, bootstrap_shared
+
+    rng = np.random.default_rng(7)
+    counts = _sums(rng.integers(0, 4, size=(300, 3)).astype(float), ("hits", "items", "tp"))
+    pairs = _sums(rng.integers(0, 2, size=(300, 2)).astype(float), ("both", "pairs"))
+    fractions = _sums(rng.random((300, 2)) * 3.0, ("score", "weight"))
+    other = _sums(rng.integers(0, 3, size=(211, 2)).astype(float), ("hits", "items"))
+    items = [
+        (counts, {"accuracy": ratio("hits", "items"), "f1": f1("tp", "hits", "items")}),
+        (pairs, {"pair_accuracy": ratio("both", "pairs")}),
+        (fractions, {"mean": ratio("score", "weight", scale=1.0)}),
+        (other, {"accuracy": ratio("hits", "items")}),
+    ]
+    shared = bootstrap_shared(items, resamples=500, seed=3)
+    alone = [bootstrap_many(data, statistics, resamples=500, seed=3) for data, statistics in items]
+    assert shared == alone
+    assert all(interval is not None for result in shared for interval in result.values())

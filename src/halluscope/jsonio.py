@@ -29,6 +29,7 @@ __all__ = [
     "iter_jsonl",
     "iter_jsonl_lines",
     "iter_jsonl_text",
+    "iter_jsonl_values",
     "json_line",
     "loads_json",
     "write_json_atomic",
@@ -219,6 +220,19 @@ def json_line(number: int, text: str, torn: bool = False) -> JsonlLine:
     except json.JSONDecodeError as error:
         return JsonlLine(number, None, f"not valid JSON ({error.msg} at column {error.colno})", torn, text)
     return JsonlLine(number, value, None, torn, text)
+
+
+def iter_jsonl_values(path: Path) -> Iterator[tuple[int, Any, bool, JsonlLine | None]]:
+    """Every non-blank line as (number, value, torn, bad): ``bad`` is None when the line parsed, else the
+    :class:`JsonlLine` :func:`iter_jsonl` gives for it (value None, its error). The same lines and errors as
+    :func:`iter_jsonl`, without a line object for each good line (a third of reading a large file)."""
+    for number, text, torn in iter_jsonl_text(path):
+        try:
+            value = loads_json(text, max_depth=MAX_LINE_DEPTH)
+        except (JsonTooDeepError, json.JSONDecodeError):
+            yield number, None, torn, json_line(number, text, torn)
+            continue
+        yield number, value, torn, None
 
 
 def iter_jsonl(path: Path) -> Iterator[JsonlLine]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from halluscope.gcpause import gc_paused
-from halluscope.jsonio import JsonlLine, iter_jsonl, loads_json, write_jsonl_atomic
+from halluscope.jsonio import JsonlLine, iter_jsonl_values, loads_json, write_jsonl_atomic
 from halluscope.types import Claim, Response, Sample
 
 _CORE_FIELDS = {"id", "response", "claims", "model"}
@@ -128,13 +128,13 @@ def load_responses(path: Path, *, benchmark_ids: set[str] | None = None) -> Resp
         raise ResponsesError(f"responses file not found: {path}")
     result = ResponsesFile(layout="halluscope")
     first_line: dict[str, int] = {}
-    for line in iter_jsonl(path):
-        where = f"{path.name} line {line.number}"
-        if not line.ok:
-            result.problems.append(jsonl_problem(where, line))
+    for number, value, _torn, bad in iter_jsonl_values(path):
+        where = f"{path.name} line {number}"
+        if bad is not None:
+            result.problems.append(jsonl_problem(where, bad))
             continue
         try:
-            response = parse_response_row(line.value, where)
+            response = parse_response_row(value, where)
         except ValueError as error:
             result.problems.append(str(error))
             continue
@@ -147,7 +147,7 @@ def load_responses(path: Path, *, benchmark_ids: set[str] | None = None) -> Resp
         if benchmark_ids is not None and response.id not in benchmark_ids:
             result.problems.append(f"{where}: unknown id {response.id!r}: no such sample in the benchmark")
             continue
-        first_line[response.id] = line.number
+        first_line[response.id] = number
         result.responses[response.id] = response
     if not result.responses and result.problems:
         raise ResponsesError(

@@ -54,7 +54,7 @@ from halluscope.benchmarks.reefknot_answers import (
 )
 from halluscope.download import ByHand, DataSet, github_files
 from halluscope.gcpause import gc_paused
-from halluscope.jsonio import iter_jsonl
+from halluscope.jsonio import iter_jsonl_values
 from halluscope.judges.answers import (
     ParsedAnswer,
     normalise_vqa_answer,
@@ -172,19 +172,18 @@ def read_reefknot_file(path: Path) -> list[dict[str, Any]]:
     """Every line of one official file, checked; errors name the file and the 1-based line number."""
     path = Path(path)
     rows: list[dict[str, Any]] = []
-    for line in iter_jsonl(path):
-        if line.number != len(rows) + 1:
+    for number, row, _torn, bad in iter_jsonl_values(path):
+        if number != len(rows) + 1:
             raise ReefknotDataError(
                 f"{path.name} line {len(rows) + 1}: empty line (line numbers are sample ids)"
             )
-        if not line.ok:
-            raise ReefknotDataError(f"{path.name} line {line.number}: {line.error}")
-        row = line.value
+        if bad is not None:
+            raise ReefknotDataError(f"{path.name} line {number}: {bad.error}")
         if not isinstance(row, dict):
-            raise ReefknotDataError(f"{path.name} line {line.number}: expected a JSON object")
+            raise ReefknotDataError(f"{path.name} line {number}: expected a JSON object")
         for key in _REQUIRED:
             if not isinstance(row.get(key), str | int) or isinstance(row.get(key), bool):
-                raise ReefknotDataError(f"{path.name} line {line.number}: missing or invalid field {key!r}")
+                raise ReefknotDataError(f"{path.name} line {number}: missing or invalid field {key!r}")
         rows.append(row)
     return rows
 

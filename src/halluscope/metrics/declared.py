@@ -33,7 +33,7 @@ from halluscope.metrics.stats import (
     ratio,
     with_holm,
 )
-from halluscope.metrics.stats.bootstrap import bootstrap_many, bootstrap_replicates
+from halluscope.metrics.stats.bootstrap import bootstrap_replicates, bootstrap_shared
 from halluscope.metrics.stats.interval import check_level
 from halluscope.metrics.stats.judge_error import Agreement, corrected_interval
 from halluscope.stages import MetricDeclaration, MetricTable
@@ -150,21 +150,36 @@ def _intervals_over_rows(
 ) -> dict[str, tuple[float | None, Interval | None]]:
     """Value and interval of each declaration (all of one table and unit) over ``rows``, the bootstrap ones
     sharing one draw of units."""
-    names = list(dict.fromkeys(c for d in declarations for c in d.components))
-    sums = _rows_sums(table, names, table.unit or declarations[0].unit, rows)
-    if sums is None:
-        return {}
+    return _intervals_of_tables([(declarations, table, rows)], level, resamples, seed)
+
+
+def _intervals_of_tables(
+    parts: Sequence[tuple[Sequence[MetricDeclaration], MetricTable, NDArray[np.intp] | None]],
+    level: float,
+    resamples: int,
+    seed: int,
+) -> dict[str, tuple[float | None, Interval | None]]:
+    """:func:`_intervals_over_rows` of each part (declarations of one table and unit, over rows), the
+    bootstrapped ones of parts with as many units sharing one draw (:func:`bootstrap_shared`: the same
+    intervals as a draw each)."""
     out: dict[str, tuple[float | None, Interval | None]] = {}
-    bootstrapped: dict[str, Statistic] = {}
-    for declaration in declarations:
-        value = sums.evaluate(statistic_of(declaration))
-        if _is_share_of_independent_items(declaration, sums):
-            out[declaration.name] = (value, _wilson(declaration, sums, level))
-        else:
-            out[declaration.name] = (value, None)
-            bootstrapped[declaration.name] = statistic_of(declaration)
-    if bootstrapped:
-        intervals = bootstrap_many(sums, bootstrapped, level=level, resamples=resamples, seed=seed)
+    bootstrapped: list[tuple[ClusteredSums, dict[str, Statistic]]] = []
+    for declarations, table, rows in parts:
+        names = list(dict.fromkeys(c for d in declarations for c in d.components))
+        sums = _rows_sums(table, names, table.unit or declarations[0].unit, rows)
+        if sums is None:
+            continue
+        statistics: dict[str, Statistic] = {}
+        for declaration in declarations:
+            value = sums.evaluate(statistic_of(declaration))
+            if _is_share_of_independent_items(declaration, sums):
+                out[declaration.name] = (value, _wilson(declaration, sums, level))
+            else:
+                out[declaration.name] = (value, None)
+                statistics[declaration.name] = statistic_of(declaration)
+        if statistics:
+            bootstrapped.append((sums, statistics))
+    for intervals in bootstrap_shared(bootstrapped, level=level, resamples=resamples, seed=seed):
         for name, interval in intervals.items():
             out[name] = (out[name][0], interval)
     return out
@@ -187,12 +202,13 @@ def declared_intervals(
 ) -> dict[str, Interval | None]:
     """Each declared metric's interval at ``level``; None where the metric is undefined on these records."""
     level = check_level(level)
-    found: dict[str, tuple[float | None, Interval | None]] = {}
+    parts: list[tuple[Sequence[MetricDeclaration], MetricTable, NDArray[np.intp] | None]] = []
     for same in _by_table(declarations).values():
         table = _table(same[0], tables)
         for declaration in same:
             _table(declaration, tables)  # every component is there
-        found.update(_intervals_over_rows(same, table, None, level, resamples, seed))
+        parts.append((same, table, None))
+    found = _intervals_of_tables(parts, level, resamples, seed)
     return {d.name: found.get(d.name, (None, None))[1] for d in declarations}
 
 

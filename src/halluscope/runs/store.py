@@ -225,22 +225,42 @@ _JSON_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def _plain(value: Any) -> bool:
-    """``value`` holds only what JSON reads back as itself (walked without recursion: one call per record)."""
+    """``value`` holds only what JSON reads back as itself (walked without recursion: one call per record).
+
+    A list's or an object's scalars are checked where they stand; only nested lists and objects are pushed
+    (checking 16,690 records' metadata and fields was a tenth of a second by pushing every value)."""
     stack = [value]
+    push = stack.append
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind in _JSON_SCALARS:
-            continue
-        if kind is float:
-            if item - item != 0.0:  # NaN and the infinities give NaN
-                return False
+        if kind is dict:
+            for key, child in item.items():
+                if type(key) is not str:  # exactly a str: a subclass would read back as another type
+                    return False
+                child_kind = type(child)
+                if child_kind in _JSON_SCALARS:
+                    continue
+                if child_kind is float:
+                    if child - child != 0.0:  # NaN and the infinities give NaN
+                        return False
+                else:
+                    push(child)
         elif kind is list:
-            stack.extend(item)
-        elif kind is dict:
-            if not all(type(key) is str for key in item):
+            for child in item:
+                child_kind = type(child)
+                if child_kind in _JSON_SCALARS:
+                    continue
+                if child_kind is float:
+                    if child - child != 0.0:
+                        return False
+                else:
+                    push(child)
+        elif kind in _JSON_SCALARS:
+            continue
+        elif kind is float:
+            if item - item != 0.0:
                 return False
-            stack.extend(item.values())
         else:
             return False
     return True

@@ -20,6 +20,7 @@ resamples in the tails.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -44,6 +45,7 @@ __all__ = [
     "bootstrap_bounds",
     "bootstrap_many",
     "bootstrap_replicates",
+    "bootstrap_shared",
     "cluster_bootstrap",
     "f1",
     "ratio",
@@ -343,27 +345,81 @@ def bootstrap_many(
     one gather instead of one per metric, and each interval is exactly what its own bootstrap with that seed
     would give.
     """
-    level = check_level(level)
-    estimates = {name: data.evaluate(statistic) for name, statistic in statistics.items()}
-    out: dict[str, Interval | None] = dict.fromkeys(statistics)
-    if all(value is None for value in estimates.values()) or data.units < MIN_UNITS:
-        # One unit resampled is always itself: its "interval" has no width and would claim a certainty that
-        # the data, a single image or question set, cannot give. No interval is the honest answer.
-        return out
-    resampled = resampled_totals(data.sums, resamples, np.random.default_rng(seed))
-    totals = {name: resampled[:, j] for j, name in enumerate(data.names)}
-    for name, statistic in statistics.items():
-        estimate = estimates[name]
-        if estimate is None:
-            continue
-        replicates = apply_statistic(statistic, totals, resamples)
-        replicates = replicates[np.isfinite(replicates)]
-        if replicates.size == 0:
-            continue
-        jackknife = _jackknife(data, statistic) if method == "bca" else None
-        low, high, used = bootstrap_bounds(replicates, estimate, level, method, jackknife)
-        out[name] = Interval(
-            low=low, high=high, level=level, method=f"bootstrap-{used}", unit=data.unit, n=data.n,
-            units=data.units, seed=seed, resamples=int(replicates.size),
-        )  # fmt: skip
+    (out,) = bootstrap_shared(
+        [(data, statistics)], level=level, resamples=resamples, seed=seed, method=method
+    )
     return out
+
+
+def bootstrap_shared(
+    items: Sequence[tuple[ClusteredSums, Mapping[str, Statistic]]],
+    *,
+    level: float = DEFAULT_LEVEL,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    method: BootstrapMethod = "percentile",
+) -> list[dict[str, Interval | None]]:
+    """:func:`bootstrap_many` of each ``(data, statistics)`` item, items with as many units sharing one draw.
+
+    Why: the draw of a bootstrap depends only on the number of units, the resamples and the seed, so tables
+    with as many units (Reefknot's yes/no answers and yes/no pairs, both over the same images) would draw the
+    very same indices each; drawing them once and gathering every item's sums side by side gives each item
+    the totals its own draw gives. The totals are the same numbers either way: whole-number sums are added
+    exactly whether packed or column by column, and any other column is summed column by column in both.
+    """
+    level = check_level(level)
+    results: list[dict[str, Interval | None]] = []
+    # Items to draw for, by number of units: (position in results, data, statistics, estimates).
+    drawn: dict[int, list[tuple[int, ClusteredSums, Mapping[str, Statistic], dict[str, float | None]]]] = {}
+    for position, (data, statistics) in enumerate(items):
+        estimates = {name: data.evaluate(statistic) for name, statistic in statistics.items()}
+        results.append(dict.fromkeys(statistics))
+        if all(value is None for value in estimates.values()) or data.units < MIN_UNITS:
+            # One unit resampled is always itself: its "interval" has no width and would claim a certainty
+            # that the data, a single image or question set, cannot give. No interval is the honest answer.
+            continue
+        drawn.setdefault(data.units, []).append((position, data, statistics, estimates))
+    stacked = [
+        same[0][1].sums if len(same) == 1 else np.hstack([data.sums for _, data, _, _ in same])
+        for same in drawn.values()
+    ]
+    for same, resampled in zip(drawn.values(), _resampled_each(stacked, resamples, seed), strict=True):
+        first = 0
+        for position, data, statistics, estimates in same:
+            columns = resampled[:, first : first + len(data.names)]
+            first += len(data.names)
+            totals = {name: columns[:, j] for j, name in enumerate(data.names)}
+            out = results[position]
+            for name, statistic in statistics.items():
+                estimate = estimates[name]
+                if estimate is None:
+                    continue
+                replicates = apply_statistic(statistic, totals, resamples)
+                replicates = replicates[np.isfinite(replicates)]
+                if replicates.size == 0:
+                    continue
+                jackknife = _jackknife(data, statistic) if method == "bca" else None
+                low, high, used = bootstrap_bounds(replicates, estimate, level, method, jackknife)
+                out[name] = Interval(
+                    low=low, high=high, level=level, method=f"bootstrap-{used}", unit=data.unit, n=data.n,
+                    units=data.units, seed=seed, resamples=int(replicates.size),
+                )  # fmt: skip
+    return results
+
+
+def _resampled_each(
+    stacked: Sequence[NDArray[np.float64]], resamples: int, seed: int
+) -> list[NDArray[np.float64]]:
+    """:func:`resampled_totals` of each matrix of sums, each on its own generator seeded ``seed``; with more
+    than one and more than one processor, in threads (numpy draws and gathers without holding the
+    interpreter: Reefknot's three draws take two thirds of the time on two cores). Each draw has its own
+    generator, so the totals are the same whichever thread makes them, in whatever order."""
+    workers = min(len(stacked), os.cpu_count() or 1)
+    if workers < 2:
+        return [resampled_totals(sums, resamples, np.random.default_rng(seed)) for sums in stacked]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="halluscope-bootstrap") as pool:
+        return list(
+            pool.map(lambda sums: resampled_totals(sums, resamples, np.random.default_rng(seed)), stacked)
+        )
