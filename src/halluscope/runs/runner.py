@@ -256,8 +256,8 @@ async def score_run_async(
     """Score the samples of ``selection`` (every sample of ``benchmark`` when None) into ``out_dir``; see the
     module docstring for resuming.
 
-    ``failed``, when given, receives the id and failure of every sample the run could not score, so the caller
-    can name them without reading the run log again.
+    The samples it could not score come back on the :class:`ScoredRun` (count and the first few), so the
+    caller names them without reading the run log again.
 
     Each headline metric the benchmark declares gets its confidence interval (at ``settings.interval_level``)
     in ``metrics.json`` (``intervals``), computed from the declarations, never per benchmark.
