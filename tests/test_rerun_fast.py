@@ -149,3 +149,43 @@ def test_a_rerun_of_a_finished_run_does_not_import_numpy(tmp_path: Path) -> None
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_env())
     assert done.stdout.split()[-1] == "False"
+
+
+def test_the_command_map_names_each_modules_own_commands() -> None:
+    """``halluscope run`` imports only the modules of ``run``; the map saying which those are is what each module
+    registers, so a command added to a module and not to the map fails here, not on a user's machine."""
+    import importlib
+
+    import typer
+
+    from halluscope.cli.main import COMMAND_MODULES, COMMANDS
+
+    by_module: dict[str, set[str]] = {}
+    for module_name in COMMAND_MODULES:
+        fresh = typer.Typer()
+        importlib.import_module(module_name).register(fresh)
+        names = {c.name or c.callback.__name__ for c in fresh.registered_commands if c.callback is not None}
+        names |= {g.name or "" for g in fresh.registered_groups}
+        by_module[module_name] = names
+    registered = {name for names in by_module.values() for name in names}
+    assert set(COMMANDS) == registered
+    for command, modules in COMMANDS.items():
+        assert command in by_module[modules[0]]
+    # Every module is somewhere in the map (``synthetic`` adds its command to ``build``'s sub-app).
+    assert {m for modules in COMMANDS.values() for m in modules} == set(COMMAND_MODULES)
+
+
+def test_a_command_starts_without_the_other_commands() -> None:
+    probe = (
+        "import sys; sys.argv = ['halluscope', 'run', '--help']\n"
+        "from halluscope.cli import main\n"
+        "try:\n    main.main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('halluscope.cli.') and m not in "
+        "('halluscope.cli.main', 'halluscope.cli.common', 'halluscope.cli.flags')))"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=_env())
+    assert "--benchmark" in shown.stdout, shown.stderr[-2000:]
+    assert shown.stdout.strip().splitlines()[-1] == "['halluscope.cli.run']"
+    every = subprocess.run([sys.executable, "-m", "halluscope.cli.main", "--help"], capture_output=True, text=True,
+                           env={**_env(), "COLUMNS": "200"})  # fmt: skip
+    assert all(f" {name} " in every.stdout for name in ("run", "eval", "data", "build", "serve", "demo"))

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import typer
 
@@ -13,7 +16,7 @@ import typer
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-app = typer.Typer(
+_app = typer.Typer(
     name="halluscope",
     help="Measure how much vision-language models hallucinate, against scene graphs of the images.",
     no_args_is_help=True,
@@ -48,7 +51,28 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+#: The modules that register each top-level command (``build``'s sub-commands come from two); a test checks it
+#: against what the modules register.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "run": ("halluscope.cli.run",),
+    "eval": ("halluscope.cli.eval",),
+    "data": ("halluscope.cli.data",),
+    "rejudge": ("halluscope.cli.rejudge",),
+    "respond": ("halluscope.cli.respond",),
+    "report": ("halluscope.cli.report",),
+    "list": ("halluscope.cli.listing",),
+    "models": ("halluscope.cli.models",),
+    "build": ("halluscope.cli.build", "halluscope.cli.synthetic"),
+    "validate-judge": ("halluscope.cli.validate",),
+    "quality": ("halluscope.cli.quality",),
+    "demo": ("halluscope.cli.demo",),
+    "serve": ("halluscope.cli.serve",),
+}
+
+_registered: set[str] = set()
+
+
+@_app.callback()
 def _options(
     version: bool = typer.Option(
         False, "--version", help="Print halluscope's version and exit.", callback=_print_version, is_eager=True
@@ -57,17 +81,32 @@ def _options(
     """Measure how much vision-language models hallucinate, against scene graphs of the images."""
 
 
-def _register_all() -> None:
-    for module_name in COMMAND_MODULES:
-        module = importlib.import_module(module_name)
-        module.register(app)
+def register_commands(module_names: Iterable[str] = COMMAND_MODULES) -> typer.Typer:
+    """The app with the commands of ``module_names`` registered (each module once per process: ``build``'s
+    sub-app is shared, so a second registration would list its commands twice)."""
+    for module_name in module_names:
+        if module_name not in _registered:
+            importlib.import_module(module_name).register(_app)
+            _registered.add(module_name)
+    return _app
 
 
-_register_all()
+def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
+    """The command modules a command line needs: only its own command's when it names one (a user waits for
+    every start of ``halluscope run``, and the other commands' modules cost a fifth of a second to import),
+    every module otherwise (``--help``, ``--version``, a mistyped command listed among the right ones)."""
+    return COMMANDS.get(argv[0], tuple(COMMAND_MODULES)) if argv else tuple(COMMAND_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    # ``from halluscope.cli.main import app``: the whole app, every command registered.
+    if name == "app":
+        return register_commands()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
-    app()
+    register_commands(modules_for(sys.argv[1:]))()
 
 
 if __name__ == "__main__":
