@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from halluscope.importers.common import ExternalRow, Matcher, first_line
-from halluscope.jsonio import iter_jsonl
+from halluscope.jsonio import iter_jsonl_values
 from halluscope.responses import ResponsesError, ResponsesFile
 from halluscope.stages import BenchmarkInterface
 
@@ -51,12 +51,11 @@ def load_question_file(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]
         raise ResponsesError(f"question file not found: {path}")
     questions: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
-    for line in iter_jsonl(path):
-        where = f"{path.name} line {line.number}"
-        if not line.ok or not isinstance(line.value, dict):
-            problems.append(f"{where}: {line.error or 'not a JSON object'}")
+    for number, row, _, bad in iter_jsonl_values(path):
+        where = f"{path.name} line {number}"
+        if bad is not None or not isinstance(row, dict):
+            problems.append(f"{where}: {bad.error if bad is not None else 'not a JSON object'}")
             continue
-        row = line.value
         if "question_id" not in row or not isinstance(row.get("text"), str):
             problems.append(f"{where}: a question needs 'question_id' and 'text'")
             continue
@@ -88,12 +87,11 @@ def read_llava(path: Path, benchmark: BenchmarkInterface, *, benchmark_ids: set[
             "--bench-opt questions=FILE (for POPE, LLaVA's llava_pope_test.jsonl)"
         )
         matcher.hint = hint
-    for line in iter_jsonl(path):
-        where = f"{path.name} line {line.number}"
-        if not line.ok or not isinstance(line.value, dict):
-            matcher.problem(f"{where}: {line.error or 'not a JSON object'}")
+    for number, row, _, bad in iter_jsonl_values(path):
+        where = f"{path.name} line {number}"
+        if bad is not None or not isinstance(row, dict):
+            matcher.problem(f"{where}: {bad.error if bad is not None else 'not a JSON object'}")
             continue
-        row = line.value
         answer = row.get("text")
         if not isinstance(answer, str):
             matcher.problem(f"{where}: no answer text ('text')")
