@@ -189,3 +189,33 @@ def test_a_command_starts_without_the_other_commands() -> None:
     every = subprocess.run([sys.executable, "-m", "halluscope.cli.main", "--help"], capture_output=True, text=True,
                            env={**_env(), "COLUMNS": "200"})  # fmt: skip
     assert all(f" {name} " in every.stdout for name in ("run", "eval", "data", "build", "serve", "demo"))
+
+
+def test_the_program_ends_fast_with_the_same_status_and_output(tmp_path: Path) -> None:
+    """The ``halluscope`` program skips the interpreter's teardown, not its exit status, its output, its exit
+    handlers, or a thread still at work."""
+    version = subprocess.run([sys.executable, "-m", "halluscope.cli.main", "--version"], capture_output=True,
+                             text=True, env=_env())  # fmt: skip
+    assert (version.returncode, version.stdout.split()[0]) == (0, "halluscope")
+    wrong = subprocess.run([sys.executable, "-m", "halluscope.cli.main", "run", "--no-such-option"],
+                           capture_output=True, text=True, env=_env())  # fmt: skip
+    assert wrong.returncode == 2 and "--no-such-option" in wrong.stderr
+    done = tmp_path / "done"
+    code = (
+        "import atexit, pathlib, threading, time, sys\n"
+        "from halluscope.cli.main import leave\n"
+        f"done = pathlib.Path({str(done)!r})\n"
+        "atexit.register(lambda: print('handler ran', flush=True))\n"
+        "threading.Thread(target=lambda: (time.sleep(0.5), done.write_text('x'))).start()\n"
+        "sys.stdout.write('unflushed output')\n"
+        "leave('stopped: a message')\n"
+    )
+    ended = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env())
+    assert ended.returncode == 1 and "stopped: a message" in ended.stderr
+    assert "unflushed output" in ended.stdout and "handler ran" in ended.stdout
+    assert done.read_text() == "x"  # the thread finished: the ordinary exit waited for it
+    quick = subprocess.run(
+        [sys.executable, "-c", "import sys; from halluscope.cli.main import leave; sys.stdout.write('kept'); "
+         "leave(None)"], capture_output=True, text=True, env=_env(),
+    )  # fmt: skip
+    assert (quick.returncode, quick.stdout) == (0, "kept")

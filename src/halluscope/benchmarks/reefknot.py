@@ -330,6 +330,7 @@ class Reefknot(Benchmark):
         self._entailment = entailment
         self._entailment_error: str | None = None
         self.entropy_threshold = float(entropy_threshold)
+        self._flattened: tuple[Sequence[SampleRecord], int, list[dict[str, Any]]] | None = None
 
     @classmethod
     def given_options(cls, options: dict[str, Any]) -> dict[str, Any]:
@@ -635,10 +636,27 @@ class Reefknot(Benchmark):
         from halluscope.metrics.reefknot import reefknot_tables
 
         with gc_paused():
-            return reefknot_tables(records, entropy_threshold=self.entropy_threshold)
+            rows = self._rows(records)
+            return reefknot_tables(records, entropy_threshold=self.entropy_threshold, rows=rows)
 
     def metrics(self, records: Sequence[SampleRecord]) -> MetricsReport:
         from halluscope.metrics.reefknot import reefknot_metrics
 
         with gc_paused():
-            return reefknot_metrics(records, benchmark=self.name, entropy_threshold=self.entropy_threshold)
+            rows = self._rows(records)
+            return reefknot_metrics(
+                records, benchmark=self.name, entropy_threshold=self.entropy_threshold, rows=rows
+            )
+
+    def _rows(self, records: Sequence[SampleRecord]) -> list[dict[str, Any]]:
+        """The records flattened for the metrics and the tables, once: a run measures the same list of records
+        twice in a row (its metrics, then the tables of its intervals). Kept for that very list object, and
+        for one more use only, so a caller that changes its records and measures again gets new rows."""
+        from halluscope.metrics.reefknot import reefknot_rows
+
+        held, self._flattened = self._flattened, None
+        if held is not None and held[0] is records and held[1] == len(records):
+            return held[2]
+        rows = reefknot_rows(records)
+        self._flattened = (records, len(records), rows)
+        return rows

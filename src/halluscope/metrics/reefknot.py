@@ -48,8 +48,14 @@ Row = dict[str, Any]
 
 
 def _row(record: SampleRecord) -> Row:
-    return {**record.fields(), "_failure": record.failure,
-            "_response": record.response}
+    return {**record.fields(), "_failure": record.failure, "_response": record.response, "_id": record.id,
+            "_cluster": _cluster(record)}  # fmt: skip
+
+
+def reefknot_rows(records: Sequence[SampleRecord]) -> list[Row]:
+    """The records flattened once, for :func:`reefknot_metrics` and :func:`reefknot_tables` both (each would
+    otherwise flatten all 16,690 of a full yes/no + multiple-choice run again)."""
+    return [_row(record) for record in records]
 
 
 def _accuracy(flags: Sequence[bool]) -> float | None:
@@ -123,15 +129,16 @@ def reefknot_metrics(
     *,
     benchmark: str = "reefknot",
     entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
+    rows: Sequence[Row] | None = None,
 ) -> MetricsReport:
-    """Every Reefknot measure over scored records (see the module docstring)."""
+    """Every Reefknot measure over scored records (see the module docstring); ``rows``: the records'
+    :func:`reefknot_rows`, when the caller has them."""
     # One pass sorts the records: scored ones by task (in record order), failed ones apart. Every measure
     # below reads these lists, not all records again (21,560 records on the full benchmark).
     scoring: list[Row] = []
     failed: list[Row] = []
     by_task: dict[str, list[Row]] = {task: [] for task in TASKS}
-    for record in records:
-        row = _row(record)
+    for row in rows if rows is not None else reefknot_rows(records):
         if row["_failure"] is not None:
             failed.append(row)
             continue
@@ -349,7 +356,10 @@ def _detector_row(row: Row, entropy_threshold: float) -> dict[str, bool] | None:
 
 
 def reefknot_tables(
-    records: Sequence[SampleRecord], *, entropy_threshold: float = PAPER_ENTROPY_THRESHOLD
+    records: Sequence[SampleRecord],
+    *,
+    entropy_threshold: float = PAPER_ENTROPY_THRESHOLD,
+    rows: Sequence[Row] | None = None,
 ) -> dict[str, MetricTable]:
     """The tables :func:`reefknot_declarations` read, from the rows :func:`reefknot_metrics` counts: one per
     task (a row per scored item; unanswered items, ``correct`` None, count in no rate), ``yesno_pairs`` (a row
@@ -358,9 +368,8 @@ def reefknot_tables(
     # Every table is there, maybe empty (a metric over no rows is undefined, as in metrics.json), whichever
     # tasks this run's records happen to hold (``--limit 30`` asks yes/no questions only).
     tables = {name: _empty_table(columns) for name, columns in _TABLE_COLUMNS.items()}
-    pairs: dict[Any, list[tuple[SampleRecord, Any]]] = {}
-    for record in records:
-        row = _row(record)
+    pairs: dict[Any, list[tuple[str, Any]]] = {}
+    for row in rows if rows is not None else reefknot_rows(records):
         task = str(row.get("task"))
         if row["_failure"] is not None or task not in TASKS:
             continue
@@ -378,17 +387,17 @@ def reefknot_tables(
                 fn=answered and not said_yes and truly_yes,
             )
             if row.get("pair") is not None:
-                pairs.setdefault(row["pair"], []).append((record, correct))
-        _add(tables[task], record.id, _cluster(record), values)
+                pairs.setdefault(row["pair"], []).append((row["_cluster"], correct))
+        _add(tables[task], row["_id"], row["_cluster"], values)
         detector = _detector_row(row, entropy_threshold) if task in CONFIDENCE_TASKS else None
         if detector is not None:
-            _add(tables[f"confidence_{task}"], record.id, _cluster(record), detector)
+            _add(tables[f"confidence_{task}"], row["_id"], row["_cluster"], detector)
     for pair, twins in pairs.items():
         if len(twins) != 2:  # as the pair accuracy: a pair with a twin missing or failed is left out
             continue
         flags = [correct for _, correct in twins]
         both_answered = None not in flags
         # Twins are paired only when they ask about the same image (benchmarks/reefknot.py).
-        _add(tables["yesno_pairs"], f"pair-{pair}", _cluster(twins[0][0]),
+        _add(tables["yesno_pairs"], f"pair-{pair}", twins[0][0],
              {"both_right": both_answered and all(flags), "both_answered": both_answered})  # fmt: skip
     return tables
