@@ -14,7 +14,11 @@ The sample: the first ``--mmhal`` of LLaVA-7B's 96 released MMHal-Bench answers,
 claims of the hand-labelled real Tri-HE answers (``halluscope.calibration.real``), in their order.
 
     python bench/local_judge_speed.py [--mmhal 8] [--claims 24] [--only mmhal,tri-he] [--ways rating,grammar]
-                                      [--out FILE.json]
+                                      [--slots 1] [--out FILE.json]
+
+``--slots N`` starts the server with N parallel slots (each with the context one slot has) and sends N requests
+at a time: whether decoding several requests at once pays on this machine (on two cores it does not: prompt
+reading is the work, and it is bound by the processor either way).
 
 Printed: the load average before and after, then for each judge and way the items, seconds per item, replies
 without a verdict, and the items whose verdict differs from the way before it (listed).
@@ -141,15 +145,17 @@ def main() -> None:
     parser.add_argument("--claims", type=int, default=24, help="Tri-HE claims")
     parser.add_argument("--only", default="tri-he,mmhal")
     parser.add_argument("--ways", help="ways to time, in order (default: every way of each judge)")
+    parser.add_argument("--slots", type=int, default=1,
+                        help="requests the server decodes at once, and as many sent at a time")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     from halluscope.llm.local import LocalLLM
 
     print(f"load average {os.getloadavg()}", flush=True)
     rows = []
-    with LocalLLM() as local:
+    with LocalLLM(slots=args.slots) as local:
         server = local.server()  # started before the clock: both ways share it
-        common = {"model": server.model, "base_url": server.base_url, "concurrency": 1, "timeout_s": 900.0,
+        common = {"model": server.model, "base_url": server.base_url, "concurrency": args.slots, "timeout_s": 900.0,
                   "cache": Cache(None)}  # fmt: skip
         cases = {"mmhal": (mmhal_items(args.mmhal), judge_mmhal, "answer", ("reasons", "rating", "grammar")),
                  "tri-he": (tri_he_items(args.claims), judge_tri_he, "claim", ("free", "grammar"))}  # fmt: skip

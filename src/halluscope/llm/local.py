@@ -61,9 +61,12 @@ class LocalLLM:
         *,
         status: Callable[[str], AbstractContextManager[Any]] | None = None,
         n_ctx: int = 4096,
+        slots: int = 1,
     ) -> None:
         self._status = status
         self.n_ctx = n_ctx
+        #: Requests the server decodes at once, each with ``n_ctx`` tokens of context of its own.
+        self.slots = slots
         self._stack = contextlib.ExitStack()
         self._server: LocalServer | None = None
         #: Stages that use the server, for ``spec.json``.
@@ -81,7 +84,11 @@ class LocalLLM:
 
             with self._status(STARTING) if self._status else contextlib.nullcontext():
                 server = self._stack.enter_context(
-                    llama_server(n_ctx=self.n_ctx, die_with_parent=True)
+                    llama_server(
+                        n_ctx=self.n_ctx * self.slots,
+                        die_with_parent=True,
+                        extra_args=("--n_parallel", str(self.slots)) if self.slots > 1 else (),
+                    )
                 )
                 self._stack.enter_context(named_endpoint(server.base_url, LOCAL_ENDPOINT))
             self._server = server
