@@ -17,6 +17,11 @@ both alike), reporting the best and the median of each side, their ratio, and th
     reading and counting, not of everything the command gives. Its figures are checked against the run's
     ``metrics.json`` (every per-task and per-group accuracy, the R scores of both modes, the yes/no
     yes-ratio, precision, recall, F1 and pair accuracy, and the counts).
+    Floor with outputs: the same floor also doing what the command must give besides the figures, plainly: a
+    JSON line per answer and the declared intervals (per-image sums of the same table rows, the same seeded
+    cluster bootstrap through numpy), its intervals checked bound for bound against ``metrics.json``. The
+    ratio to it says how much of the command's time is its obligations and how much is its machinery (typed
+    records, the CLI, the terminal table).
     The answers are synthetic in the shapes real models write (``bench/reefknot_scoring_speed.py``'s mix),
     written once, not timed.
 
@@ -68,9 +73,10 @@ CHECKED_COUNTS = (
 # -- the Reefknot floor (runs in its own interpreter: only the standard library and the reading rules) ------
 
 
-def reefknot_floor(data: Path, answers: Path, out: Path) -> None:
+def reefknot_floor(data: Path, answers: Path, out: Path, outputs: Path | None = None) -> None:
     """Read the yes/no and multiple-choice files and the answers, read every answer by both rule sets, count
-    the accuracies; write the figures as JSON to ``out``."""
+    the accuracies; write the figures as JSON to ``out``. With ``outputs`` (a folder), also what the command
+    must write besides: a log line per answer and the declared intervals (:func:`floor_outputs`)."""
     import re
 
     from halluscope.judges.answers import parse_choice, parse_mcq_options, parse_yes_no
@@ -89,6 +95,8 @@ def reefknot_floor(data: Path, answers: Path, out: Path) -> None:
     given = {row["id"]: row for row in lines(answers)}
     # Per task: (relation type, paper correct, robust correct or None, robust prediction, label)
     results: dict[str, list[tuple[str, bool, bool | None, str | None, str]]] = {"yesno": [], "mcq": []}
+    #: Per task and item: its image and its answer's metadata (for the outputs only).
+    seen: dict[str, list[tuple[str, dict[str, Any]]]] = {"yesno": [], "mcq": []}
     pairs: dict[int, list[bool | None]] = {}
     yes_rows = lines(data / "YESNO.jsonl")
     for number, row in enumerate(yes_rows):
@@ -99,6 +107,7 @@ def reefknot_floor(data: Path, answers: Path, out: Path) -> None:
         robust_ok = None if robust is None else robust == label
         kind = str(row.get("relation_type") or "unknown").strip().lower()
         results["yesno"].append((kinds.get(kind, kind), paper == label, robust_ok, robust, label))
+        seen["yesno"].append((str(row["image_id"]).strip(), given[f"yesno-{number}"].get("metadata") or {}))
         twin = number + 1 if label == "yes" else number - 1
         if 0 <= twin < len(yes_rows):
             other = yes_rows[twin]
@@ -114,6 +123,7 @@ def reefknot_floor(data: Path, answers: Path, out: Path) -> None:
         paper_letter = text[0].upper() if text else None
         robust = parse_choice(text, parse_mcq_options(prompt), mask=[m for m in mask if m]).value
         kind = str(row.get("relation_type") or "unknown").strip().lower()
+        seen["mcq"].append((str(row["image_id"]).strip(), given[f"mcq-{number}"].get("metadata") or {}))
         results["mcq"].append(
             (
                 kinds.get(kind, kind),
@@ -169,6 +179,101 @@ def reefknot_floor(data: Path, answers: Path, out: Path) -> None:
     counts["yesno_pairs"] = sum(1 for v in pairs.values() if len(v) == 2)
     counts["yesno_pairs_scored"] = len(scored_pairs)
     out.write_text(json.dumps({"metrics": metrics, "groups": groups, "counts": counts}), encoding="utf-8")
+    if outputs is not None:
+        floor_outputs(outputs, results, seen, yes_rows)
+
+
+def floor_outputs(
+    folder: Path,
+    results: dict[str, list[tuple[str, bool, bool | None, str | None, str]]],
+    seen: dict[str, list[tuple[str, dict[str, Any]]]],
+    yes_rows: list[dict[str, Any]],
+) -> None:
+    """What the command writes besides the figures, done plainly: one JSON line per answer
+    (``samples.jsonl``) and the declared intervals, from per-image sums of the same table rows and the same
+    seeded cluster bootstrap (numpy; halluscope's :func:`bootstrap_shared`, since the draw is the work), as
+    ``intervals.json``. No pydantic object, no table kept per item, no terminal table."""
+    import math
+
+    import numpy as np
+
+    from halluscope.metrics.confidence import PAPER_ENTROPY_THRESHOLD, answer_probabilities, entropy_bits
+    from halluscope.metrics.stats.bootstrap import ClusteredSums, bootstrap_shared, f1, ratio
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "samples.jsonl").open("w", encoding="utf-8") as log:
+        for task, rows in results.items():
+            for number, ((kind, paper, robust, prediction, label), (image, _)) in enumerate(
+                zip(rows, seen[task], strict=True)
+            ):
+                log.write(json.dumps({"id": f"{task}-{number}", "task": task, "image_id": image,
+                                      "relation_type": kind, "label": label, "prediction": prediction,
+                                      "correct": robust, "paper_correct": paper}) + "\n")  # fmt: skip
+    # Table rows as halluscope's tables have them: per task, every item (unanswered count in no rate).
+    tables: dict[str, tuple[list[str], dict[str, list[float]]]] = {}
+
+    def add(table: str, image: str, values: dict[str, bool]) -> None:
+        clusters, columns = tables.setdefault(table, ([], {name: [] for name in values}))
+        clusters.append(f"image:{image}" if image else "")
+        for name, value in values.items():
+            columns[name].append(float(value))
+
+    pairs: dict[int, list[tuple[str, bool | None]]] = {}
+    for task, rows in results.items():
+        for number, ((_, _, correct, prediction, label), (image, metadata)) in enumerate(
+            zip(rows, seen[task], strict=True)
+        ):
+            answered = correct is not None
+            values = {"wrong": answered and not correct, "answered": answered}
+            if task == "yesno":
+                said_yes, truly_yes = answered and prediction == "yes", label == "yes"
+                values |= {"said_yes": said_yes, "truly_yes": answered and truly_yes, "tp": said_yes and truly_yes,
+                           "fp": said_yes and not truly_yes, "fn": answered and not said_yes and truly_yes}  # fmt: skip
+                twin = number + 1 if label == "yes" else number - 1
+                if 0 <= twin < len(yes_rows):
+                    other = yes_rows[twin]
+                    if (str(other["image_id"]).strip() == image and min(number, twin) % 2 == 0
+                            and str(other["label"]).strip().lower() != label):  # fmt: skip
+                        pairs.setdefault(min(number, twin) // 2, []).append((image, correct))
+            add(task, image, values)
+            probs = answer_probabilities(metadata, task)
+            if probs and answered:
+                flagged = entropy_bits(list(probs.values())) >= PAPER_ENTROPY_THRESHOLD * math.log2(
+                    2 if task == "yesno" else 4
+                )
+                add(f"confidence_{task}", image, {"flagged_wrong": flagged and not correct, "flagged": flagged,
+                                                  "wrong": not correct})  # fmt: skip
+    for twins in pairs.values():
+        if len(twins) == 2:
+            both = None not in (twins[0][1], twins[1][1])
+            add("yesno_pairs", twins[0][0], {"both_right": both and bool(twins[0][1] and twins[1][1]),
+                                             "both_answered": both})  # fmt: skip
+    declared = {
+        "halr_yesno": ("yesno", ratio("wrong", "answered", scale=100.0)),
+        "halr_mcq": ("mcq", ratio("wrong", "answered", scale=100.0)),
+        "yes_ratio": ("yesno", ratio("said_yes", "answered", scale=100.0)),
+        "yesno_precision": ("yesno", ratio("tp", "said_yes", scale=100.0)),
+        "yesno_recall": ("yesno", ratio("tp", "truly_yes", scale=100.0)),
+        "yesno_f1": ("yesno", f1("tp", "fp", "fn", scale=100.0)),
+        "yesno_pair_accuracy": ("yesno_pairs", ratio("both_right", "both_answered", scale=100.0)),
+        "entropy_detector_precision_yesno": ("confidence_yesno", ratio("flagged_wrong", "flagged", scale=100.0)),
+        "entropy_detector_recall_yesno": ("confidence_yesno", ratio("flagged_wrong", "wrong", scale=100.0)),
+        "entropy_detector_precision_mcq": ("confidence_mcq", ratio("flagged_wrong", "flagged", scale=100.0)),
+        "entropy_detector_recall_mcq": ("confidence_mcq", ratio("flagged_wrong", "wrong", scale=100.0)),
+    }
+    items = []
+    for table, (clusters, columns) in tables.items():
+        unique, index = np.unique(np.asarray(clusters, dtype=str), return_inverse=True)
+        names = tuple(columns)
+        sums = np.stack([np.bincount(index, weights=np.asarray(columns[n]), minlength=unique.size) for n in names],
+                        axis=1)  # fmt: skip
+        data = ClusteredSums(names=names, sums=sums, cluster_ids=tuple(unique.tolist()), n=len(clusters),
+                             unit="image")  # fmt: skip
+        items.append((data, {name: statistic for name, (t, statistic) in declared.items() if t == table}))
+    found = {name: interval for intervals in bootstrap_shared(items) for name, interval in intervals.items()}
+    (folder / "intervals.json").write_text(json.dumps(
+        {name: None if (i := found.get(name)) is None else [round(i.low, 6), round(i.high, 6)] for name in declared}
+    ), encoding="utf-8")  # fmt: skip
 
 
 # -- Reefknot: the measurement ---------------------------------------------------------------------------------
@@ -239,7 +344,8 @@ def check_floor_figures(floor: dict[str, Any], metrics: dict[str, Any]) -> list[
     return wrong
 
 
-def measure_reefknot(repeat: int) -> tuple[list[float], list[float]]:
+def measure_reefknot(repeat: int) -> tuple[list[float], list[float], list[float]]:
+    """Seconds of each repeat of halluscope's command, the floor, and the floor with the command's outputs."""
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         answers = tmp / "answers.jsonl"
@@ -250,37 +356,51 @@ def measure_reefknot(repeat: int) -> tuple[list[float], list[float]]:
             "--bench-opt", "tasks=yesno,mcq", "--responses", str(answers), "--no-cache", "-q",
         ]  # fmt: skip
         floor_out = tmp / "floor.json"
-        floor_command = [
-            python,
-            str(Path(__file__).resolve()),
-            "reefknot-floor",
-            str(answers),
-            str(floor_out),
-        ]
+        floor_command = [python, str(Path(__file__).resolve()), "reefknot-floor", str(answers), str(floor_out)]
+        outputs = tmp / "floor-outputs"
+        outputs_command = [*floor_command, str(outputs)]
         print(f"reefknot: {items} yes/no + multiple-choice answers; load average {_load()}")
-        print(f"  halluscope: {' '.join(run_command)} --out DIR")
-        print(f"  floor:      {' '.join(floor_command)}")
+        print(f"  halluscope:          {' '.join(run_command)} --out DIR")
+        print(f"  floor:               {' '.join(floor_command)}")
+        print(f"  floor with outputs:  {' '.join(outputs_command)}")
         env = _subprocess_env(tmp / "pycache")
         # One untimed start of each side first: bytecode written, files in the page cache.
         _timed_subprocess([*run_command, "--out", str(tmp / "warm-up")], env)
         _timed_subprocess(floor_command, env)
+        _timed_subprocess(outputs_command, env)
         command_s: list[float] = []
         floor_s: list[float] = []
+        outputs_s: list[float] = []
         for index in range(repeat):
             out = tmp / f"run-{index}"
-            # Alternate which side goes first, so neither always runs on a machine the other just warmed.
-            sides = [(command_s, [*run_command, "--out", str(out)]), (floor_s, floor_command)]
-            for times, command in sides if index % 2 == 0 else sides[::-1]:
+            # Rotate which side goes first, so none always runs on a machine another just warmed.
+            sides = [(command_s, [*run_command, "--out", str(out)]), (floor_s, floor_command),
+                     (outputs_s, outputs_command)]  # fmt: skip
+            shift = index % len(sides)
+            for times, command in sides[shift:] + sides[:shift]:
                 times.append(_timed_subprocess(command, env))
             if index == 0:
                 metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
                 wrong = check_floor_figures(json.loads(floor_out.read_text(encoding="utf-8")), metrics)
+                wrong += check_floor_intervals(json.loads((outputs / "intervals.json").read_text()), metrics)
                 if wrong:
                     raise SystemExit("the floor and halluscope disagree:\n  " + "\n  ".join(wrong))
                 print(
-                    "  the floor's figures equal metrics.json's (accuracies, R scores, yes/no figures, counts)"
+                    "  the floor's figures equal metrics.json's (accuracies, R scores, yes/no figures, counts), "
+                    "and so do the intervals of the floor with outputs"
                 )
-        return command_s, floor_s
+        return command_s, floor_s, outputs_s
+
+
+def check_floor_intervals(floor: dict[str, list[float] | None], metrics: dict[str, Any]) -> list[str]:
+    """Where the floor's intervals and metrics.json's differ (empty when every bound is the same)."""
+    wrong = []
+    for name, bounds in floor.items():
+        ours = metrics["intervals"].get(name)
+        mine = None if ours is None else [ours["low"], ours["high"]]
+        if mine != bounds:
+            wrong.append(f"interval {name}: floor {bounds} run {mine}")
+    return wrong
 
 
 # -- similarity --------------------------------------------------------------------------------------------------
@@ -396,11 +516,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.which == "reefknot-floor":
-        answers, out = args.paths
-        reefknot_floor(REEFKNOT, answers, out)
+        answers, out, *outputs = args.paths
+        reefknot_floor(REEFKNOT, answers, out, outputs[0] if outputs else None)
         return 0
     if args.which in ("reefknot", "all"):
-        report("reefknot", *measure_reefknot(args.repeat))
+        command_s, floor_s, outputs_s = measure_reefknot(args.repeat)
+        report("reefknot", command_s, floor_s)
+        report("reefknot against the floor with outputs", command_s, outputs_s)
     if args.which in ("similarity", "all"):
         report("similarity", *measure_similarity(args.repeat, args.threads, args.model))
     return 0
