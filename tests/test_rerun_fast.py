@@ -219,3 +219,13 @@ def test_the_program_ends_fast_with_the_same_status_and_output(tmp_path: Path) -
          "leave(None)"], capture_output=True, text=True, env=_env(),
     )  # fmt: skip
     assert (quick.returncode, quick.stdout) == (0, "kept")
+
+
+def test_a_profiled_command_still_saves_its_profile(tmp_path: Path) -> None:
+    """``python -m cProfile -o FILE -m halluscope.cli.main ...`` writes its profile as the interpreter ends: the
+    fast exit gives way to it (and to coverage tools) instead of ending the process under them."""
+    saved = tmp_path / "profile.out"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(saved), "-m", "halluscope.cli.main",
+                           "--version"], capture_output=True, text=True, env=_env())  # fmt: skip
+    assert done.returncode == 0 and "halluscope" in done.stdout
+    assert saved.is_file() and saved.stat().st_size > 0

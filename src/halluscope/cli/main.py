@@ -119,7 +119,8 @@ def command_line() -> None:
     the interpreter's teardown of them is a tenth of a second a user waits for after the work is done.
 
     Exit handlers run and the output is flushed first, so nothing written is lost; while a thread of ours is
-    still running, the ordinary exit (which waits for it) is taken instead."""
+    still running, or a profiler or coverage tool watches the process (they save what they saw as the
+    interpreter ends), the ordinary exit is taken instead."""
     try:
         main()
         code: object = 0
@@ -128,10 +129,18 @@ def command_line() -> None:
     leave(code)
 
 
+def _watched() -> bool:
+    """Whether a tracer or profiler (``python -m cProfile``, ``coverage run``) is attached to this process."""
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)  # Python 3.12+: tools such as coverage may use it instead
+    return monitoring is not None and any(monitoring.get_tool(tool) is not None for tool in range(6))
+
+
 def leave(code: object) -> None:
     """End the process with ``code`` (as ``SystemExit`` reads it: None is 0, a message is printed and is 1)."""
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    if any(t.is_alive() for t in others):
+    if any(t.is_alive() for t in others) or _watched():
         raise SystemExit(code)
     if code is None:
         status = 0
