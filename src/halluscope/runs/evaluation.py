@@ -305,7 +305,7 @@ def _gather_answers(
     inline: Iterable[Response | Mapping[str, Any]] | None,
 ) -> _Answers:
     if config.responses is not None:
-        return _read_file(config, bench, chosen, config.responses, hooks, inline)
+        return _read_file(config, bench, chosen, config.responses, hooks, inline, store)
     return _ask_model(config, bench, chosen, store)
 
 
@@ -316,6 +316,7 @@ def _read_file(
     path: Path,
     hooks: RunHooks,
     inline: Iterable[Response | Mapping[str, Any]] | None,
+    store: Cache,
 ) -> _Answers:
     _check_out(config, {"model": None, "responses": str(path)})
     if inline is not None:
@@ -323,7 +324,7 @@ def _read_file(
     # Read as the whole benchmark reads it (answers to samples past --limit are not unknown), checked against
     # the run's selection.
     loaded = read_responses_for_run(
-        bench, path, benchmark_ids=known_sample_ids(bench), key=config.responses_key, selected=chosen
+        bench, path, benchmark_ids=known_sample_ids(bench), key=config.responses_key, selected=chosen, cache=store
     )
     if loaded.problems:
         hooks.problems(path, loaded.problems)

@@ -28,11 +28,11 @@ from halluscope.runs.store import METRICS_FILE, METRICS_KEY_FILE, SAMPLES_FILE, 
 from halluscope.types import MetricsReport
 from halluscope.version import __version__
 
-__all__ = ["FinishedMetrics", "finished_key", "forget_metrics", "remember_metrics"]
+__all__ = ["FinishedMetrics", "code_stamp", "finished_key", "forget_metrics", "remember_metrics"]
 
 
 @cache
-def _code_stamp() -> tuple[int, int]:
+def code_stamp() -> tuple[int, int]:
     """(newest modification time in ns, count) of halluscope's Python files: changes when the code does."""
     root = Path(__file__).resolve().parents[1]
     newest, count = 0, 0
@@ -53,7 +53,7 @@ def _digest(path: Path) -> str | None:
 
 def finished_key(out_dir: Path, spec: dict[str, Any], level: float) -> str:
     """The digest of what ``out_dir``'s metrics are computed from (see the module docstring)."""
-    head = {"version": __version__, "code": _code_stamp(), "level": level, "spec": spec}
+    head = {"version": __version__, "code": code_stamp(), "level": level, "spec": spec}
     digest = hashlib.sha256(json.dumps(head, sort_keys=True, default=str).encode("utf-8"))
     digest.update(hashlib.sha256(Path(out_dir, SAMPLES_FILE).read_bytes()).digest())
     return digest.hexdigest()

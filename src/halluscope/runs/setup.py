@@ -149,15 +149,29 @@ def read_responses_for_run(
     benchmark_ids: set[str] | None,
     key: str | None,
     selected: Selection | None = None,
+    cache: Cache | None = None,
 ) -> ResponsesFile:
     """The answers in ``path`` as the benchmark reads them; an :class:`EvaluationError` naming the file when
     it cannot be read (missing, not text, bad JSON) or holds no answer to any selected sample (of
-    ``selected``, the run's ``--limit`` selection, when given; else of ``bench``)."""
+    ``selected``, the run's ``--limit`` selection, when given; else of ``bench``). With ``cache``, a reading of
+    the same file by the same benchmark kept there is used instead of reading it again
+    (:mod:`halluscope.runs.answers_cache`)."""
     from halluscope.responses import ResponsesError
 
     path = Path(path)
+
+    def read() -> ResponsesFile:
+        return bench.read_responses(path, benchmark_ids=benchmark_ids, key=key)
+
     try:
-        loaded = bench.read_responses(path, benchmark_ids=benchmark_ids, key=key)
+        if cache is None:
+            loaded = read()
+        else:
+            from halluscope.cache import content_key
+            from halluscope.runs.answers_cache import read_kept
+
+            ids = None if benchmark_ids is None else content_key(sorted(benchmark_ids))
+            loaded = read_kept(bench, path, cache, read, options={"key": key, "benchmark_ids": ids})
     except UnicodeDecodeError as error:
         raise EvaluationError(
             f"{path}: not a UTF-8 text file (byte {error.start}: {error.reason}); give the answers as JSON or "
