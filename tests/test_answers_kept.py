@@ -131,3 +131,20 @@ def test_a_run_re_run_with_the_kept_reading_writes_what_a_fresh_reading_writes(t
     assert kept.spec["responses_file"] == fresh.spec["responses_file"]
     assert kept.metrics == fresh.metrics and kept.groups == fresh.groups
     assert (tmp_path / "second" / "samples.jsonl").read_bytes() == (tmp_path / "fresh" / "samples.jsonl").read_bytes()
+
+
+def test_nothing_is_kept_without_a_cache_file_or_for_halluscopes_own_layout(tmp_path: Path, questions: Path) -> None:
+    """``--no-cache`` (a cache in memory) and halluscope's own JSONL pay nothing for keeping: read each time."""
+    path, _ = _excerpt_answers(tmp_path)
+    CountingPope.reads = 0
+    memory = Cache(None)
+    _read(_bench(questions), path, memory)
+    _read(_bench(questions), path, memory)
+    assert CountingPope.reads == 2 and not _keys(memory)
+    own = tmp_path / "own.jsonl"
+    bench = _bench(questions)
+    own.write_text("".join(json.dumps({"id": s.id, "response": "yes"}) + "\n" for s in bench.samples()))
+    on_disk = Cache(tmp_path / "cache.sqlite")
+    _read(bench, own, on_disk)
+    _read(bench, own, on_disk)
+    assert CountingPope.reads == 4 and not _keys(on_disk)

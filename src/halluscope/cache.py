@@ -168,6 +168,11 @@ class Cache:
                 self._conn = self._without_file(f"failed while in use ({error})")
                 return work(self._conn)
 
+    @property
+    def persistent(self) -> bool:
+        """Whether what is put here outlives this process (a file in use, not memory)."""
+        return self._on_disk
+
     @classmethod
     def default(cls, *, on_problem: Callable[[str], None] | None = None) -> Cache:
         return cls(default_cache_dir() / "cache.sqlite", on_problem=on_problem)

@@ -142,6 +142,14 @@ def local_base_url_conflict(local_stages: Iterable[str], endpoint_stage: bool) -
     )
 
 
+def _imported(path: Path) -> bool:
+    """Whether ``path`` is another tool's answers (LLaVA, lmms-eval, VLMEvalKit), whose reading matches every row
+    to a sample and is worth keeping; halluscope's own layouts read back about as fast as a kept reading would."""
+    from halluscope.importers import detect_external
+
+    return detect_external(path) is not None
+
+
 def read_responses_for_run(
     bench: BenchmarkInterface,
     path: Path,
@@ -153,8 +161,8 @@ def read_responses_for_run(
 ) -> ResponsesFile:
     """The answers in ``path`` as the benchmark reads them; an :class:`EvaluationError` naming the file when
     it cannot be read (missing, not text, bad JSON) or holds no answer to any selected sample (of
-    ``selected``, the run's ``--limit`` selection, when given; else of ``bench``). With ``cache``, a reading of
-    the same file by the same benchmark kept there is used instead of reading it again
+    ``selected``, the run's ``--limit`` selection, when given; else of ``bench``). With a ``cache`` kept on disk, a
+    reading of the same imported file by the same benchmark kept there is used instead of reading it again
     (:mod:`halluscope.runs.answers_cache`)."""
     from halluscope.responses import ResponsesError
 
@@ -164,7 +172,7 @@ def read_responses_for_run(
         return bench.read_responses(path, benchmark_ids=benchmark_ids, key=key)
 
     try:
-        if cache is None:
+        if cache is None or not cache.persistent or not _imported(path):
             loaded = read()
         else:
             from halluscope.cache import content_key
