@@ -38,7 +38,7 @@ both alike), reporting the best and the median of each side, their ratio, and th
 
 Run (from the repository root; ``$HALLUSCOPE_SHARED`` or ``../shared`` holds the data)::
 
-    python bench/floors.py [reefknot|similarity|all] [--repeat R] [--threads T]
+    python bench/floors.py [reefknot|similarity|all] [--repeat R] [--threads T] [--against OTHER/src]
 """
 
 from __future__ import annotations
@@ -344,8 +344,11 @@ def check_floor_figures(floor: dict[str, Any], metrics: dict[str, Any]) -> list[
     return wrong
 
 
-def measure_reefknot(repeat: int) -> tuple[list[float], list[float], list[float]]:
-    """Seconds of each repeat of halluscope's command, the floor, and the floor with the command's outputs."""
+def measure_reefknot(
+    repeat: int, against: Path | None = None
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Seconds of each repeat of halluscope's command, the floor, the floor with the command's outputs, and (with
+    ``against``, another checkout's ``src`` folder) the same command run by that code."""
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         answers = tmp / "answers.jsonl"
@@ -364,21 +367,33 @@ def measure_reefknot(repeat: int) -> tuple[list[float], list[float], list[float]
         print(f"  floor:               {' '.join(floor_command)}")
         print(f"  floor with outputs:  {' '.join(outputs_command)}")
         env = _subprocess_env(tmp / "pycache")
+        other_env = {**env, "PYTHONPATH": str(against)} if against is not None else env
+        if against is not None:
+            print(f"  against:             the same command, PYTHONPATH={against}")
         # One untimed start of each side first: bytecode written, files in the page cache.
         _timed_subprocess([*run_command, "--out", str(tmp / "warm-up")], env)
         _timed_subprocess(floor_command, env)
         _timed_subprocess(outputs_command, env)
+        if against is not None:
+            _timed_subprocess([*run_command, "--out", str(tmp / "warm-up-against")], other_env)
         command_s: list[float] = []
         floor_s: list[float] = []
         outputs_s: list[float] = []
+        against_s: list[float] = []
         for index in range(repeat):
             out = tmp / f"run-{index}"
             # Rotate which side goes first, so none always runs on a machine another just warmed.
-            sides = [(command_s, [*run_command, "--out", str(out)]), (floor_s, floor_command),
-                     (outputs_s, outputs_command)]  # fmt: skip
+            sides = [(command_s, [*run_command, "--out", str(out)], env), (floor_s, floor_command, env),
+                     (outputs_s, outputs_command, env)]  # fmt: skip
+            if against is not None:
+                sides.append((against_s, [*run_command, "--out", str(tmp / f"against-{index}")], other_env))
             shift = index % len(sides)
-            for times, command in sides[shift:] + sides[:shift]:
-                times.append(_timed_subprocess(command, env))
+            for times, command, side_env in sides[shift:] + sides[:shift]:
+                times.append(_timed_subprocess(command, side_env))
+            if index == 0 and against is not None:
+                differ = [name for name in ("metrics.json", "metric_tables.json", "samples.jsonl")
+                          if (out / name).read_bytes() != (tmp / "against-0" / name).read_bytes()]  # fmt: skip
+                print(f"  the other code's outputs: {'differ in ' + ', '.join(differ) if differ else 'byte-identical'}")
             if index == 0:
                 metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
                 wrong = check_floor_figures(json.loads(floor_out.read_text(encoding="utf-8")), metrics)
@@ -389,7 +404,7 @@ def measure_reefknot(repeat: int) -> tuple[list[float], list[float], list[float]
                     "  the floor's figures equal metrics.json's (accuracies, R scores, yes/no figures, counts), "
                     "and so do the intervals of the floor with outputs"
                 )
-        return command_s, floor_s, outputs_s
+        return command_s, floor_s, outputs_s, against_s
 
 
 def check_floor_intervals(floor: dict[str, list[float] | None], metrics: dict[str, Any]) -> list[str]:
@@ -490,10 +505,10 @@ def _threads() -> int:
     return int(torch.get_num_threads())
 
 
-def report(name: str, ours: list[float], floor: list[float]) -> None:
+def report(name: str, ours: list[float], floor: list[float], other: str = "floor") -> None:
     best, median = min(ours) / min(floor), statistics.median(ours) / statistics.median(floor)
     print(
-        f"  {name}: halluscope best {min(ours):.2f} s, median {statistics.median(ours):.2f} s; floor best "
+        f"  {name}: halluscope best {min(ours):.2f} s, median {statistics.median(ours):.2f} s; {other} best "
         f"{min(floor):.2f} s, median {statistics.median(floor):.2f} s; ratio best {best:.2f}x, median "
         f"{median:.2f}x ({len(ours)} repeats, interleaved; load average {_load()})"
     )
@@ -508,6 +523,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("paths", nargs="*", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=5, help="interleaved repeats of each side (default 5)")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="reefknot: also time the command with another checkout's src folder on PYTHONPATH")
     parser.add_argument(
         "--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)"
     )
@@ -520,9 +537,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         reefknot_floor(REEFKNOT, answers, out, outputs[0] if outputs else None)
         return 0
     if args.which in ("reefknot", "all"):
-        command_s, floor_s, outputs_s = measure_reefknot(args.repeat)
+        command_s, floor_s, outputs_s, against_s = measure_reefknot(args.repeat, args.against)
         report("reefknot", command_s, floor_s)
         report("reefknot against the floor with outputs", command_s, outputs_s)
+        if against_s:
+            report("reefknot against the other code", command_s, against_s, other="other code")
     if args.which in ("similarity", "all"):
         report("similarity", *measure_similarity(args.repeat, args.threads, args.model))
     return 0
