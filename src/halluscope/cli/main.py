@@ -96,7 +96,7 @@ def register_commands(module_names: Iterable[str] = COMMAND_MODULES) -> typer.Ty
 
 def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
     """The command modules a command line needs: only its own command's when it names one (a user waits for
-    every start of ``halluscope run``, and the other commands' modules cost a fifth of a second to import),
+    every start of ``halluscope run``, and the other commands' modules cost up to a fifth of a second to import),
     every module otherwise (``--help``, ``--version``, a mistyped command listed among the right ones)."""
     return COMMANDS.get(argv[0], tuple(COMMAND_MODULES)) if argv else tuple(COMMAND_MODULES)
 
