@@ -48,6 +48,7 @@ __all__ = [
     "effective_urls",
     "fetch_file",
     "file_matches",
+    "file_sha256",
     "github_files",
     "pull",
 ]
@@ -156,7 +157,8 @@ def effective_urls(urls: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(mirrored))
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, read in blocks (a data file may be large), as hex."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -170,7 +172,7 @@ def file_matches(path: Path, file: RemoteFile) -> bool:
         return False
     if file.size is not None and path.stat().st_size != file.size:
         return False
-    return file.sha256 is None or _sha256(path) == file.sha256
+    return file.sha256 is None or file_sha256(path) == file.sha256
 
 
 def fetch_file(
@@ -236,7 +238,7 @@ def _check(part: Path, file: RemoteFile, url: str) -> None:
         part.unlink(missing_ok=True)
         raise FetchError(f"{file.path}: size mismatch from {url}: expected {file.size} bytes, got {size}")
     if file.sha256 is not None:
-        got = _sha256(part)
+        got = file_sha256(part)
         if got != file.sha256:
             part.unlink(missing_ok=True)
             raise FetchError(

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from halluscope.cache import Cache, content_key
+from halluscope.download import file_sha256
 from halluscope.responses import ResponsesFile
 from halluscope.stages import BenchmarkInterface
 from halluscope.types import Response, Sample
@@ -70,9 +71,9 @@ def _key(bench: BenchmarkInterface, path: Path, options: Any) -> str | None:
     from halluscope.runs.finished import code_stamp
 
     try:
-        answers = _file_digest(path)
+        answers = file_sha256(path)
         questions_path = bench.external_questions()
-        questions = _file_digest(Path(questions_path)) if questions_path is not None else None
+        questions = file_sha256(Path(questions_path)) if questions_path is not None else None
     except OSError:
         return None
     samples = hashlib.sha256()
@@ -83,14 +84,6 @@ def _key(bench: BenchmarkInterface, path: Path, options: Any) -> str | None:
         NAMESPACE, __version__, code_stamp(), f"{type(bench).__module__}.{type(bench).__qualname__}", answers,
         questions, samples.hexdigest(), options,
     )  # fmt: skip
-
-
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _dumps(loaded: ResponsesFile) -> bytes | None:

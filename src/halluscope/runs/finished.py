@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from halluscope.download import file_sha256
 from halluscope.jsonio import write_json_atomic
 from halluscope.runs.store import METRICS_FILE, METRICS_KEY_FILE, SAMPLES_FILE, TABLES_FILE
 from halluscope.types import MetricsReport
@@ -46,7 +47,7 @@ def code_stamp() -> tuple[int, int]:
 
 def _digest(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return file_sha256(path)
     except FileNotFoundError:
         return None
 
