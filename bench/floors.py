@@ -97,7 +97,8 @@ def reefknot_floor(data: Path, answers: Path, out: Path, outputs: Path | None = 
     results: dict[str, list[tuple[str, bool, bool | None, str | None, str]]] = {"yesno": [], "mcq": []}
     #: Per task and item: its image and its answer's metadata (for the outputs only).
     seen: dict[str, list[tuple[str, dict[str, Any]]]] = {"yesno": [], "mcq": []}
-    pairs: dict[int, list[bool | None]] = {}
+    #: Each twin pair's (image, robust correct or None) of both twins, in line order.
+    pairs: dict[int, list[tuple[str, bool | None]]] = {}
     yes_rows = lines(data / "YESNO.jsonl")
     for number, row in enumerate(yes_rows):
         text = given[f"yesno-{number}"]["response"]
@@ -114,7 +115,7 @@ def reefknot_floor(data: Path, answers: Path, out: Path, outputs: Path | None = 
             same_image = str(other["image_id"]).strip() == str(row["image_id"]).strip()
             twin_label = str(other["label"]).strip().lower()
             if same_image and min(number, twin) % 2 == 0 and {label, twin_label} == {"yes", "no"}:
-                pairs.setdefault(min(number, twin) // 2, []).append(robust_ok)
+                pairs.setdefault(min(number, twin) // 2, []).append((str(row["image_id"]).strip(), robust_ok))
     for number, row in enumerate(lines(data / "Multichoice.jsonl")):
         text = given[f"mcq-{number}"]["response"]
         label, prompt = str(row["label"]).strip().upper(), str(row["query_prompt"]).strip()
@@ -168,7 +169,7 @@ def reefknot_floor(data: Path, answers: Path, out: Path, outputs: Path | None = 
     fp = sum(1 for p, y in answered if p == "yes" and y == "no")
     fn = sum(1 for p, y in answered if p != "yes" and y == "yes")
     precision, recall = 100.0 * tp / (tp + fp), 100.0 * tp / (tp + fn)
-    scored_pairs = [v for v in pairs.values() if len(v) == 2 and None not in v]
+    scored_pairs = [[ok for _, ok in v] for v in pairs.values() if len(v) == 2 and None not in (v[0][1], v[1][1])]
     metrics.update(
         yes_ratio=100.0 * sum(1 for p, _ in answered if p == "yes") / len(answered),
         yesno_precision=precision,
@@ -180,14 +181,14 @@ def reefknot_floor(data: Path, answers: Path, out: Path, outputs: Path | None = 
     counts["yesno_pairs_scored"] = len(scored_pairs)
     out.write_text(json.dumps({"metrics": metrics, "groups": groups, "counts": counts}), encoding="utf-8")
     if outputs is not None:
-        floor_outputs(outputs, results, seen, yes_rows)
+        floor_outputs(outputs, results, seen, pairs)
 
 
 def floor_outputs(
     folder: Path,
     results: dict[str, list[tuple[str, bool, bool | None, str | None, str]]],
     seen: dict[str, list[tuple[str, dict[str, Any]]]],
-    yes_rows: list[dict[str, Any]],
+    pairs: dict[int, list[tuple[str, bool | None]]],
 ) -> None:
     """What the command writes besides the figures, done plainly: one JSON line per answer
     (``samples.jsonl``) and the declared intervals, from per-image sums of the same table rows and the same
@@ -218,23 +219,14 @@ def floor_outputs(
         for name, value in values.items():
             columns[name].append(float(value))
 
-    pairs: dict[int, list[tuple[str, bool | None]]] = {}
     for task, rows in results.items():
-        for number, ((_, _, correct, prediction, label), (image, metadata)) in enumerate(
-            zip(rows, seen[task], strict=True)
-        ):
+        for (_, _, correct, prediction, label), (image, metadata) in zip(rows, seen[task], strict=True):
             answered = correct is not None
             values = {"wrong": answered and not correct, "answered": answered}
             if task == "yesno":
                 said_yes, truly_yes = answered and prediction == "yes", label == "yes"
                 values |= {"said_yes": said_yes, "truly_yes": answered and truly_yes, "tp": said_yes and truly_yes,
                            "fp": said_yes and not truly_yes, "fn": answered and not said_yes and truly_yes}  # fmt: skip
-                twin = number + 1 if label == "yes" else number - 1
-                if 0 <= twin < len(yes_rows):
-                    other = yes_rows[twin]
-                    if (str(other["image_id"]).strip() == image and min(number, twin) % 2 == 0
-                            and str(other["label"]).strip().lower() != label):  # fmt: skip
-                        pairs.setdefault(min(number, twin) // 2, []).append((image, correct))
             add(task, image, values)
             probs = answer_probabilities(metadata, task)
             if probs and answered:
