@@ -27,25 +27,6 @@ _app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
-#: Command modules, in the order they appear in ``--help``.
-COMMAND_MODULES = [
-    "halluscope.cli.run",
-    "halluscope.cli.eval",
-    "halluscope.cli.data",
-    "halluscope.cli.rejudge",
-    "halluscope.cli.respond",
-    "halluscope.cli.report",
-    "halluscope.cli.listing",
-    "halluscope.cli.models",
-    "halluscope.cli.build",
-    "halluscope.cli.synthetic",
-    "halluscope.cli.validate",
-    "halluscope.cli.quality",
-    "halluscope.cli.demo",
-    "halluscope.cli.serve",
-]
-
-
 def _print_version(value: bool) -> None:
     if value:
         from halluscope.version import __version__
@@ -54,8 +35,8 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-#: The modules that register each top-level command (``build``'s sub-commands come from two); a test checks it
-#: against what the modules register.
+#: The modules that register each top-level command (``build``'s sub-commands come from two), in the order
+#: the commands appear in ``--help``; a test checks it against what the modules register.
 COMMANDS: dict[str, tuple[str, ...]] = {
     "run": ("halluscope.cli.run",),
     "eval": ("halluscope.cli.eval",),
@@ -71,6 +52,9 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "demo": ("halluscope.cli.demo",),
     "serve": ("halluscope.cli.serve",),
 }
+
+#: Every command module, in that order.
+COMMAND_MODULES = tuple(dict.fromkeys(module for modules in COMMANDS.values() for module in modules))
 
 _registered: set[str] = set()
 
@@ -98,7 +82,7 @@ def modules_for(argv: Sequence[str]) -> tuple[str, ...]:
     """The command modules a command line needs: only its own command's when it names one (a user waits for
     every start of ``halluscope run``, and the other commands' modules cost up to a fifth of a second to import),
     every module otherwise (``--help``, ``--version``, a mistyped command listed among the right ones)."""
-    return COMMANDS.get(argv[0], tuple(COMMAND_MODULES)) if argv else tuple(COMMAND_MODULES)
+    return COMMANDS.get(argv[0], COMMAND_MODULES) if argv else COMMAND_MODULES
 
 
 def __getattr__(name: str) -> Any:
