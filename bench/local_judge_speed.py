@@ -3,8 +3,10 @@ item and how many verdicts differ from the way before.
 
 MMHal-Bench's judge: ``reasons`` (reasons first and a ``Rating: N`` line at the end, up to 200 tokens: what
 ``--judge-model local`` did at first), ``rating`` (the rating line first, then one short sentence, up to 24
-tokens: the configuration measured against hand labels) and ``grammar`` (the same prompt, the reply held to
-the rating line by a llama.cpp grammar: today's default on the packaged model). Tri-HE's per-claim judge:
+tokens: the configuration measured against hand labels), ``grammar`` (the same prompt, the reply held to
+the rating line by a llama.cpp grammar: today's default on the packaged model) and ``prefill`` (tried, not
+used: the reply's ``Rating: `` written for the model as the start of its reply, and only the digit decoded,
+held to 0-6 by a grammar). Tri-HE's per-claim judge:
 ``free`` (the reply runs on to 100 tokens after its verdict line) and ``grammar`` (held to the two verdict
 forms its prompt asks for: today's default). Every way: one llama.cpp server (the packaged Qwen2.5-Coder-1.5B
 GGUF, started as ``--judge-model local`` starts it), one request at a time, so consecutive prompts share their
@@ -13,7 +15,7 @@ cached prefix (the fixed instructions come first in every prompt), and no hallus
 The sample: the first ``--mmhal`` of LLaVA-7B's 96 released MMHal-Bench answers, and the first ``--claims``
 claims of the hand-labelled real Tri-HE answers (``halluscope.calibration.real``), in their order.
 
-    python bench/local_judge_speed.py [--mmhal 8] [--claims 24] [--only mmhal,tri-he] [--ways rating,grammar]
+    python bench/local_judge_speed.py [--mmhal 8] [--claims 24] [--only mmhal,tri-he] [--ways grammar,prefill]
                                       [--slots 1] [--out FILE.json]
 
 ``--slots N`` starts the server with N parallel slots (each with the context one slot has) and sends N requests
@@ -89,9 +91,25 @@ async def judge_mmhal(items: list[Any], common: dict[str, Any], way: str) -> lis
     if way != "grammar":
         judge.grammar = None
     try:
+        if way == "prefill":
+            return await prefilled_ratings(judge, items)
         return [None if isinstance(r, Failure) else r.rating for r in await judge.grade_many(items)]
     finally:
         await judge.aclose()
+
+
+async def prefilled_ratings(judge: Any, items: list[Any]) -> list[Any]:
+    """The rating-first prompt with ``Rating: `` sent as the start of the model's reply (llama.cpp's server
+    continues a last assistant message), the digit held to 0-6: one request at a time, as the judge sends them."""
+    from halluscope.judges.mmhal import parse_rating
+
+    start = "Rating: "
+    ratings = []
+    for item in items:
+        messages = [*judge.messages(item), {"role": "assistant", "content": start}]
+        result = await judge.client.chat(messages, temperature=0.0, max_tokens=1, grammar="root ::= [0-6]\n")
+        ratings.append(parse_rating(start + result.text).rating)
+    return ratings
 
 
 async def judge_tri_he(items: list[JudgeItem], common: dict[str, Any], way: str) -> list[Any]:
@@ -157,7 +175,7 @@ def main() -> None:
         server = local.server()  # started before the clock: both ways share it
         common = {"model": server.model, "base_url": server.base_url, "concurrency": args.slots, "timeout_s": 900.0,
                   "cache": Cache(None)}  # fmt: skip
-        cases = {"mmhal": (mmhal_items(args.mmhal), judge_mmhal, "answer", ("reasons", "rating", "grammar")),
+        cases = {"mmhal": (mmhal_items(args.mmhal), judge_mmhal, "answer", ("reasons", "rating", "grammar", "prefill")),
                  "tri-he": (tri_he_items(args.claims), judge_tri_he, "claim", ("free", "grammar"))}  # fmt: skip
         for name in args.only.split(","):
             items, judge, unit, every_way = cases[name]
