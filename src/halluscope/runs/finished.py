@@ -56,7 +56,7 @@ def finished_key(out_dir: Path, spec: dict[str, Any], level: float) -> str:
     """The digest of what ``out_dir``'s metrics are computed from (see the module docstring)."""
     head = {"version": __version__, "code": code_stamp(), "level": level, "spec": spec}
     digest = hashlib.sha256(json.dumps(head, sort_keys=True, default=str).encode("utf-8"))
-    digest.update(hashlib.sha256(Path(out_dir, SAMPLES_FILE).read_bytes()).digest())
+    digest.update(bytes.fromhex(file_sha256(Path(out_dir, SAMPLES_FILE))))  # the log's own sha256, as bytes
     return digest.hexdigest()
 
 
