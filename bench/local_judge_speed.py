@@ -100,16 +100,17 @@ async def judge_mmhal(items: list[Any], common: dict[str, Any], way: str) -> lis
 
 async def prefilled_ratings(judge: Any, items: list[Any]) -> list[Any]:
     """The rating-first prompt with ``Rating: `` sent as the start of the model's reply (llama.cpp's server
-    continues a last assistant message), the digit held to 0-6: one request at a time, as the judge sends them."""
+    continues a last assistant message), the digit held to 0-6; sent as the judge sends its requests (its
+    client keeps ``--slots`` of them in flight)."""
     from halluscope.judges.mmhal import parse_rating
 
     start = "Rating: "
-    ratings = []
-    for item in items:
-        messages = [*judge.messages(item), {"role": "assistant", "content": start}]
-        result = await judge.client.chat(messages, temperature=0.0, max_tokens=1, grammar="root ::= [0-6]\n")
-        ratings.append(parse_rating(start + result.text).rating)
-    return ratings
+    results = await asyncio.gather(*(
+        judge.client.chat([*judge.messages(item), {"role": "assistant", "content": start}], temperature=0.0,
+                          max_tokens=1, grammar="root ::= [0-6]\n")
+        for item in items
+    ))  # fmt: skip
+    return [parse_rating(start + result.text).rating for result in results]
 
 
 async def judge_tri_he(items: list[JudgeItem], common: dict[str, Any], way: str) -> list[Any]:
